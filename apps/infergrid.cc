@@ -1,0 +1,119 @@
+// infergrid: one binary, subcommands. `gateway` runs the OpenAI-compatible gateway;
+// `config validate` checks a v1 configuration file.
+
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "common/log.h"
+#include "config/config.h"
+#include "gateway/gateway.h"
+#include "scheduling/registry.h"
+
+using namespace infergrid;
+
+namespace {
+
+// Parses and validates a config file: the schema, then every scheduling plugin's parameters.
+Result<config::Gateway> LoadConfig(const std::string& path) {
+  IG_ASSIGN_OR_RETURN(config::Gateway g, config::LoadGatewayFile(path));
+  IG_RETURN_IF_ERROR(scheduling::ValidateProfiles(g));
+  return g;
+}
+
+int RunGateway(const std::string& config_path, const std::string& model, const std::vector<std::string>& endpoints,
+               const std::string& listen, bool listen_given) {
+  Result<config::Gateway> cfg = Status::Error("");
+  if (!config_path.empty()) {
+    if (!model.empty() || !endpoints.empty()) {
+      std::cerr << "error: --config cannot be combined with --model or --endpoint\n";
+      return 2;
+    }
+    cfg = LoadConfig(config_path);
+    if (cfg.ok() && listen_given) {
+      auto hp = ParseHostPort(listen);
+      if (!hp.ok()) {
+        std::cerr << "error: --listen: " << hp.status().message() << "\n";
+        return 2;
+      }
+      cfg->listen_host = hp->first;
+      cfg->listen_port = hp->second;
+    }
+  } else {
+    cfg = config::FromFlags(model, endpoints, listen);
+  }
+  if (!cfg.ok()) {
+    std::cerr << "error: " << cfg.status().message() << "\n";
+    return 2;
+  }
+  // Block the stop signals in every thread; the main thread waits for them below.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto gw = gateway::Gateway::Create(std::move(cfg).value());
+  if (!gw.ok()) {
+    std::cerr << "error: " << gw.status().message() << "\n";
+    return 2;
+  }
+  Status s = (*gw)->Start();
+  if (!s.ok()) {
+    std::cerr << "error: " << s.message() << "\n";
+    return 1;
+  }
+  // The bound port on stdout, for scripts and tests that listen on port 0.
+  std::printf("listening on port %u\n", (*gw)->port());
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&set, &sig);
+  log::Info("signal {}: stopping", sig);
+  (*gw)->Stop();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"infergrid: an LLM inference gateway"};
+  app.require_subcommand(1);
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "Debug logging");
+
+  auto* gw = app.add_subcommand("gateway", "Run the OpenAI-compatible gateway");
+  std::string config_path, model, listen = "0.0.0.0:8000";
+  std::vector<std::string> endpoints;
+  gw->add_option("--config", config_path, "A v1 configuration file (kind: Gateway)");
+  gw->add_option("--model", model, "Quick start: the model name the endpoints serve");
+  gw->add_option("--endpoint", endpoints, "Quick start: a model server URL (repeatable)");
+  auto* listen_opt = gw->add_option("--listen", listen, "HOST:PORT to listen on (default 0.0.0.0:8000)");
+
+  auto* cfg = app.add_subcommand("config", "Work with configuration files");
+  cfg->require_subcommand(1);
+  auto* validate = cfg->add_subcommand("validate", "Validate a v1 configuration file");
+  std::string validate_path;
+  validate->add_option("file", validate_path, "The file")->required();
+
+  CLI11_PARSE(app, argc, argv);
+  if (verbose) log::SetLevel(log::Level::kDebug);
+
+  if (*gw) return RunGateway(config_path, model, endpoints, listen, listen_opt->count() > 0);
+  if (*validate) {
+    auto g = LoadConfig(validate_path);
+    if (!g.ok()) {
+      std::cerr << g.status().message() << "\n";
+      return 1;
+    }
+    size_t eps = 0;
+    for (const auto& p : g->pools) eps += p.endpoints.size();
+    std::cout << validate_path << ": valid (" << g->pools.size() << " pools, " << eps << " endpoints, "
+              << g->profiles.size() << " scheduling profiles)\n";
+    return 0;
+  }
+  return 0;
+}

@@ -1,0 +1,389 @@
+#include "config/config.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/strings.h"
+#include "config/yaml_reader.h"
+
+namespace infergrid::config {
+
+std::string FormatError(const std::string& source, const Mark& mark, const std::string& path,
+                        const std::string& message) {
+  std::string out = source;
+  if (mark.line > 0) out += fmt::format(":{}:{}", mark.line, mark.column);
+  if (!out.empty()) out += ": ";
+  if (!path.empty()) out += path + ": ";
+  return out + message;
+}
+
+namespace {
+
+// http://host:port[/] only: the gateway adds the request path itself.
+Status CheckEndpointUrl(const std::string& url) {
+  if (!StartsWith(url, "http://")) return Status::Error("expected an http:// URL such as http://10.0.0.5:8000");
+  std::string rest = url.substr(7);
+  if (!rest.empty() && rest.back() == '/') rest.pop_back();
+  if (rest.find('/') != std::string::npos) return Status::Error("expected http://HOST:PORT with no path");
+  auto hp = ParseHostPort(rest);
+  if (!hp.ok() || rest.empty() || rest.front() == ':') {
+    return Status::Error("expected http://HOST:PORT such as http://10.0.0.5:8000");
+  }
+  if (hp->second == 0) return Status::Error("port must be 1-65535");
+  return Status::Ok();
+}
+
+Result<PluginConfig> ParsePlugin(const Node& n, bool weighted) {
+  PluginConfig p;
+  p.mark = n.mark();
+  p.path = n.path();
+  if (n.IsScalar()) {  // shorthand: "- least-load"
+    IG_ASSIGN_OR_RETURN(p.name, n.String());
+    return p;
+  }
+  IG_RETURN_IF_ERROR(n.ExpectMap());
+  if (weighted) {
+    IG_RETURN_IF_ERROR(n.CheckKeys({"name", "weight", "parameters"}));
+  } else {
+    IG_RETURN_IF_ERROR(n.CheckKeys({"name", "parameters"}));
+  }
+  if (!n.Has("name")) return n.Error("missing required field 'name'");
+  IG_ASSIGN_OR_RETURN(p.name, n.Get("name").String());
+  if (weighted && n.Has("weight")) {
+    IG_ASSIGN_OR_RETURN(p.weight, n.Get("weight").Double(0, 1e6));
+  }
+  if (n.Has("parameters") && !n.Get("parameters").IsNull()) {
+    Node params = n.Get("parameters");
+    IG_RETURN_IF_ERROR(params.ForEachEntry([&](const std::string& key, const Node& v) -> Status {
+      if (!v.IsScalar()) return v.Error("plugin parameters must be scalars");
+      IG_ASSIGN_OR_RETURN(std::string value, v.String());
+      p.parameters[key] = Param{value, v.mark(), v.path()};
+      return Status::Ok();
+    }));
+  }
+  return p;
+}
+
+Status ParsePluginList(const Node& n, bool weighted, std::vector<PluginConfig>* out) {
+  IG_RETURN_IF_ERROR(n.ExpectSequence());
+  for (size_t i = 0; i < n.size(); ++i) {
+    IG_ASSIGN_OR_RETURN(PluginConfig p, ParsePlugin(n.At(i), weighted));
+    out->push_back(std::move(p));
+  }
+  return Status::Ok();
+}
+
+Result<SchedulingProfile> ParseProfile(const Node& n) {
+  SchedulingProfile prof;
+  prof.mark = n.mark();
+  prof.path = n.path();
+  IG_RETURN_IF_ERROR(n.ExpectMap());
+  IG_RETURN_IF_ERROR(n.CheckKeys({"name", "filters", "scorers", "picker"}));
+  if (!n.Has("name")) return n.Error("missing required field 'name'");
+  IG_ASSIGN_OR_RETURN(prof.name, n.Get("name").String());
+  if (n.Has("filters")) IG_RETURN_IF_ERROR(ParsePluginList(n.Get("filters"), false, &prof.filters));
+  if (n.Has("scorers")) IG_RETURN_IF_ERROR(ParsePluginList(n.Get("scorers"), true, &prof.scorers));
+  if (n.Has("picker")) {
+    IG_ASSIGN_OR_RETURN(prof.picker, ParsePlugin(n.Get("picker"), false));
+  } else {
+    prof.picker.name = "max-score";
+  }
+  return prof;
+}
+
+Result<Model> ParseModel(const Node& n) {
+  Model m;
+  if (n.IsScalar()) {
+    IG_ASSIGN_OR_RETURN(m.name, n.String());
+  } else {
+    IG_RETURN_IF_ERROR(n.ExpectMap());
+    IG_RETURN_IF_ERROR(n.CheckKeys({"name", "aliases"}));
+    if (!n.Has("name")) return n.Error("missing required field 'name'");
+    IG_ASSIGN_OR_RETURN(m.name, n.Get("name").String());
+    if (n.Has("aliases")) {
+      Node a = n.Get("aliases");
+      IG_RETURN_IF_ERROR(a.ExpectSequence());
+      for (size_t i = 0; i < a.size(); ++i) {
+        IG_ASSIGN_OR_RETURN(std::string alias, a.At(i).String());
+        if (alias.empty()) return a.At(i).Error("an alias must not be empty");
+        m.aliases.push_back(alias);
+      }
+    }
+  }
+  if (m.name.empty()) return n.Error("a model name must not be empty");
+  return m;
+}
+
+Result<Endpoint> ParseEndpoint(const Node& n) {
+  Endpoint e;
+  e.mark = n.mark();
+  e.path = n.path();
+  if (n.IsScalar()) {
+    IG_ASSIGN_OR_RETURN(e.url, n.String());
+  } else {
+    IG_RETURN_IF_ERROR(n.ExpectMap());
+    IG_RETURN_IF_ERROR(n.CheckKeys({"url", "labels"}));
+    if (!n.Has("url")) return n.Error("missing required field 'url'");
+    IG_ASSIGN_OR_RETURN(e.url, n.Get("url").String());
+    if (n.Has("labels")) {
+      IG_RETURN_IF_ERROR(n.Get("labels").ForEachEntry([&](const std::string& k, const Node& v) -> Status {
+        IG_ASSIGN_OR_RETURN(std::string value, v.String());
+        e.labels[k] = value;
+        return Status::Ok();
+      }));
+    }
+  }
+  Node url_node = n.IsScalar() ? n : n.Get("url");
+  Status s = CheckEndpointUrl(e.url);
+  if (!s.ok()) return url_node.Error(s.message() + fmt::format(", got '{}'", e.url));
+  if (e.url.back() == '/') e.url.pop_back();
+  return e;
+}
+
+Result<Pool> ParsePool(const Node& n) {
+  Pool p;
+  p.mark = n.mark();
+  p.path = n.path();
+  IG_RETURN_IF_ERROR(n.ExpectMap());
+  IG_RETURN_IF_ERROR(n.CheckKeys({"name", "models", "endpoints", "schedulingProfile"}));
+  if (!n.Has("name")) return n.Error("missing required field 'name'");
+  IG_ASSIGN_OR_RETURN(p.name, n.Get("name").String());
+  if (!n.Has("models")) return n.Error("missing required field 'models' (the model names this pool serves)");
+  Node models = n.Get("models");
+  IG_RETURN_IF_ERROR(models.ExpectSequence());
+  if (models.size() == 0) return models.Error("a pool must serve at least one model");
+  for (size_t i = 0; i < models.size(); ++i) {
+    IG_ASSIGN_OR_RETURN(Model m, ParseModel(models.At(i)));
+    p.models.push_back(std::move(m));
+  }
+  if (!n.Has("endpoints")) return n.Error("missing required field 'endpoints'");
+  Node eps = n.Get("endpoints");
+  IG_RETURN_IF_ERROR(eps.ExpectSequence());
+  std::set<std::string> seen;
+  for (size_t i = 0; i < eps.size(); ++i) {
+    IG_ASSIGN_OR_RETURN(Endpoint e, ParseEndpoint(eps.At(i)));
+    if (!seen.insert(e.url).second) return eps.At(i).Error(fmt::format("endpoint '{}' is listed twice", e.url));
+    p.endpoints.push_back(std::move(e));
+  }
+  if (n.Has("schedulingProfile")) { IG_ASSIGN_OR_RETURN(p.scheduling_profile, n.Get("schedulingProfile").String()); }
+  return p;
+}
+
+Status ParseSpec(const Node& spec, Gateway* g) {
+  IG_RETURN_IF_ERROR(spec.ExpectMap());
+  IG_RETURN_IF_ERROR(spec.CheckKeys(
+      {"listen", "workers", "timeouts", "limits", "upstream", "endpointMetrics", "pools", "schedulingProfiles"}));
+  if (spec.Has("listen")) {
+    IG_ASSIGN_OR_RETURN(std::string listen, spec.Get("listen").String());
+    auto hp = ParseHostPort(listen);
+    if (!hp.ok()) return spec.Get("listen").Error(hp.status().message());
+    g->listen_host = hp->first;
+    g->listen_port = hp->second;
+  }
+  if (spec.Has("workers")) {
+    IG_ASSIGN_OR_RETURN(int64_t w, spec.Get("workers").Int(0, 256));
+    g->workers = static_cast<uint32_t>(w);
+  }
+  if (spec.Has("timeouts")) {
+    Node t = spec.Get("timeouts");
+    IG_RETURN_IF_ERROR(t.ExpectMap());
+    IG_RETURN_IF_ERROR(t.CheckKeys({"connect", "firstByte", "idle", "requestHeaders", "clientIdle"}));
+    auto set = [&](const char* key, Duration* out) -> Status {
+      if (!t.Has(key)) return Status::Ok();
+      IG_ASSIGN_OR_RETURN(*out, t.Get(key).Dur());
+      if (out->count() <= 0) return t.Get(key).Error("must be greater than zero");
+      return Status::Ok();
+    };
+    IG_RETURN_IF_ERROR(set("connect", &g->timeouts.connect));
+    IG_RETURN_IF_ERROR(set("firstByte", &g->timeouts.first_byte));
+    IG_RETURN_IF_ERROR(set("idle", &g->timeouts.idle));
+    IG_RETURN_IF_ERROR(set("requestHeaders", &g->timeouts.request_headers));
+    IG_RETURN_IF_ERROR(set("clientIdle", &g->timeouts.client_idle));
+  }
+  if (spec.Has("limits")) {
+    Node l = spec.Get("limits");
+    IG_RETURN_IF_ERROR(l.ExpectMap());
+    IG_RETURN_IF_ERROR(l.CheckKeys({"maxRequestBodyBytes", "maxRequestHeaderBytes"}));
+    if (l.Has("maxRequestBodyBytes")) {
+      IG_ASSIGN_OR_RETURN(int64_t v, l.Get("maxRequestBodyBytes").Int(1024, int64_t{1} << 34));
+      g->limits.max_request_body_bytes = static_cast<uint64_t>(v);
+    }
+    if (l.Has("maxRequestHeaderBytes")) {
+      IG_ASSIGN_OR_RETURN(int64_t v, l.Get("maxRequestHeaderBytes").Int(1024, 1 << 20));
+      g->limits.max_request_header_bytes = static_cast<uint32_t>(v);
+    }
+  }
+  if (spec.Has("upstream")) {
+    Node u = spec.Get("upstream");
+    IG_RETURN_IF_ERROR(u.ExpectMap());
+    IG_RETURN_IF_ERROR(u.CheckKeys({"maxConnectionsPerEndpoint", "maxIdleConnectionsPerEndpoint"}));
+    if (u.Has("maxConnectionsPerEndpoint")) {
+      IG_ASSIGN_OR_RETURN(int64_t v, u.Get("maxConnectionsPerEndpoint").Int(1, 1 << 20));
+      g->upstream.max_connections_per_endpoint = static_cast<uint32_t>(v);
+    }
+    if (u.Has("maxIdleConnectionsPerEndpoint")) {
+      IG_ASSIGN_OR_RETURN(int64_t v, u.Get("maxIdleConnectionsPerEndpoint").Int(0, 1 << 20));
+      g->upstream.max_idle_connections_per_endpoint = static_cast<uint32_t>(v);
+    }
+  }
+  if (spec.Has("endpointMetrics")) {
+    Node m = spec.Get("endpointMetrics");
+    IG_RETURN_IF_ERROR(m.ExpectMap());
+    IG_RETURN_IF_ERROR(m.CheckKeys({"enabled", "interval", "timeout", "staleAfter", "path"}));
+    if (m.Has("enabled")) { IG_ASSIGN_OR_RETURN(g->scrape.enabled, m.Get("enabled").Bool()); }
+    if (m.Has("interval")) { IG_ASSIGN_OR_RETURN(g->scrape.interval, m.Get("interval").Dur()); }
+    if (m.Has("timeout")) { IG_ASSIGN_OR_RETURN(g->scrape.timeout, m.Get("timeout").Dur()); }
+    if (m.Has("staleAfter")) { IG_ASSIGN_OR_RETURN(g->scrape.stale_after, m.Get("staleAfter").Dur()); }
+    if (m.Has("path")) {
+      IG_ASSIGN_OR_RETURN(g->scrape.path, m.Get("path").String());
+      if (!StartsWith(g->scrape.path, "/")) return m.Get("path").Error("expected a path starting with '/'");
+    }
+    if (g->scrape.interval < std::chrono::milliseconds(10)) {
+      return m.Get("interval").Error("must be at least 10ms");
+    }
+  }
+  if (spec.Has("schedulingProfiles")) {
+    Node profs = spec.Get("schedulingProfiles");
+    IG_RETURN_IF_ERROR(profs.ExpectSequence());
+    std::set<std::string> names;
+    for (size_t i = 0; i < profs.size(); ++i) {
+      IG_ASSIGN_OR_RETURN(SchedulingProfile p, ParseProfile(profs.At(i)));
+      if (!names.insert(p.name).second) {
+        return profs.At(i).Get("name").Error(fmt::format("scheduling profile '{}' is defined twice", p.name));
+      }
+      g->profiles.push_back(std::move(p));
+    }
+  }
+  if (!spec.Has("pools")) return spec.Error("missing required field 'pools'");
+  Node pools = spec.Get("pools");
+  IG_RETURN_IF_ERROR(pools.ExpectSequence());
+  if (pools.size() == 0) return pools.Error("at least one pool is required");
+  std::set<std::string> pool_names;
+  std::map<std::string, std::string> model_owner;
+  for (size_t i = 0; i < pools.size(); ++i) {
+    IG_ASSIGN_OR_RETURN(Pool p, ParsePool(pools.At(i)));
+    if (!pool_names.insert(p.name).second) {
+      return pools.At(i).Get("name").Error(fmt::format("pool '{}' is defined twice", p.name));
+    }
+    for (const auto& m : p.models) {
+      std::vector<std::string> names = m.aliases;
+      names.push_back(m.name);
+      for (const auto& n : names) {
+        auto [it, inserted] = model_owner.emplace(n, p.name);
+        if (!inserted) {
+          return pools.At(i).Get("models").Error(
+              fmt::format("model name '{}' is already served by pool '{}'", n, it->second));
+        }
+      }
+    }
+    bool found = p.scheduling_profile == "default";
+    for (const auto& prof : g->profiles) found = found || prof.name == p.scheduling_profile;
+    if (!found) {
+      return pools.At(i).Get("schedulingProfile").Error(
+          fmt::format("no scheduling profile named '{}' in spec.schedulingProfiles", p.scheduling_profile));
+    }
+    g->pools.push_back(std::move(p));
+  }
+  bool has_default = false;
+  for (const auto& prof : g->profiles) has_default = has_default || prof.name == "default";
+  if (!has_default) g->profiles.push_back(DefaultProfile());
+  return Status::Ok();
+}
+
+}  // namespace
+
+SchedulingProfile DefaultProfile() {
+  SchedulingProfile p;
+  p.name = "default";
+  PluginConfig healthy;
+  healthy.name = "healthy";
+  p.filters.push_back(healthy);
+  PluginConfig load;
+  load.name = "least-load";
+  load.weight = 1;
+  p.scorers.push_back(load);
+  p.picker.name = "max-score";
+  return p;
+}
+
+Result<Gateway> ParseGateway(const std::string& yaml_text, const std::string& source_name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    return Status::Error(FormatError(source_name, Mark{e.mark.line + 1, e.mark.column + 1}, "",
+                                     "invalid YAML: " + e.msg));
+  } catch (const YAML::Exception& e) {
+    return Status::Error(FormatError(source_name, {}, "", std::string("invalid YAML: ") + e.what()));
+  }
+  Gateway g;
+  g.source = source_name;
+  try {
+    Node doc(root, "", &g.source);
+    if (!doc.IsMap()) return doc.Error("expected a mapping with apiVersion, kind and spec");
+    IG_RETURN_IF_ERROR(doc.CheckKeys({"apiVersion", "kind", "metadata", "spec"}));
+    if (!doc.Has("apiVersion")) return doc.Error("missing required field 'apiVersion' (infergrid.dev/v1)");
+    IG_ASSIGN_OR_RETURN(std::string api, doc.Get("apiVersion").String());
+    if (api != "infergrid.dev/v1") {
+      return doc.Get("apiVersion").Error(fmt::format("expected 'infergrid.dev/v1', got '{}'", api));
+    }
+    if (!doc.Has("kind")) return doc.Error("missing required field 'kind' (Gateway)");
+    IG_ASSIGN_OR_RETURN(std::string kind, doc.Get("kind").String());
+    if (kind != "Gateway") return doc.Get("kind").Error(fmt::format("expected 'Gateway', got '{}'", kind));
+    if (doc.Has("metadata")) {
+      Node md = doc.Get("metadata");
+      IG_RETURN_IF_ERROR(md.ExpectMap());
+      IG_RETURN_IF_ERROR(md.CheckKeys({"name", "labels"}));
+      if (md.Has("name")) { IG_ASSIGN_OR_RETURN(g.name, md.Get("name").String()); }
+      if (md.Has("labels")) {
+        IG_RETURN_IF_ERROR(md.Get("labels").ForEachEntry([](const std::string&, const Node& v) -> Status {
+          return v.String().status();
+        }));
+      }
+    }
+    if (!doc.Has("spec")) return doc.Error("missing required field 'spec'");
+    IG_RETURN_IF_ERROR(ParseSpec(doc.Get("spec"), &g));
+  } catch (const YAML::Exception& e) {
+    // yaml-cpp throws on some malformed trees; never let that escape.
+    return Status::Error(FormatError(source_name, {}, "", std::string("invalid configuration: ") + e.what()));
+  }
+  return g;
+}
+
+Result<Gateway> LoadGatewayFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::Error(fmt::format("{}: cannot read the file", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseGateway(ss.str(), path);
+}
+
+Result<Gateway> FromFlags(const std::string& model, const std::vector<std::string>& endpoints,
+                          const std::string& listen) {
+  if (model.empty()) return Status::Error("--model is required without --config");
+  if (endpoints.empty()) return Status::Error("at least one --endpoint is required without --config");
+  Gateway g;
+  g.source = "flags";
+  auto hp = ParseHostPort(listen);
+  if (!hp.ok()) return Status::Error("--listen: " + hp.status().message());
+  g.listen_host = hp->first;
+  g.listen_port = hp->second;
+  Pool p;
+  p.name = "default";
+  p.models.push_back(Model{model, {}});
+  for (const auto& url : endpoints) {
+    Status s = CheckEndpointUrl(url);
+    if (!s.ok()) return Status::Error(fmt::format("--endpoint '{}': {}", url, s.message()));
+    Endpoint e;
+    e.url = url.back() == '/' ? url.substr(0, url.size() - 1) : url;
+    p.endpoints.push_back(e);
+  }
+  g.pools.push_back(std::move(p));
+  g.profiles.push_back(DefaultProfile());
+  return g;
+}
+
+}  // namespace infergrid::config

@@ -1,0 +1,107 @@
+#pragma once
+// The gateway's live view of its fleet: per endpoint, its own accounting (in-flight requests
+// and prompt tokens, recent TTFT) and the gauges scraped from the server; per pool, its
+// scheduler. Thread-safe: counters are atomics, scraped values and the scheduler are guarded.
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "http/url.h"
+#include "infergrid/endpoint.h"
+#include "scheduling/scheduler.h"
+
+namespace infergrid::gateway {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+struct ScrapedMetrics {
+  double running = 0;
+  double waiting = 0;
+  double kv_usage = 0;
+  double prefix_queries = 0;  // counters, cumulative since the server started
+  double prefix_hits = 0;
+  SteadyTime at{};
+};
+
+class EndpointState {
+ public:
+  EndpointState(size_t id, std::string pool, config::Endpoint cfg, http::HostPort target)
+      : id_(id), pool_(std::move(pool)), cfg_(std::move(cfg)), target_(std::move(target)) {}
+
+  size_t id() const { return id_; }  // unique across pools; indexes per-worker upstream pools
+  const std::string& pool() const { return pool_; }
+  const std::string& url() const { return cfg_.url; }
+  const std::map<std::string, std::string>& labels() const { return cfg_.labels; }
+  const http::HostPort& target() const { return target_; }
+
+  void OnStart(uint32_t prompt_tokens);
+  void OnFinish(uint32_t prompt_tokens);
+  void RecordTtft(double seconds);
+
+  // Reachability: false after a failed connect (by a request or a scrape), true after success.
+  void SetReachable(bool reachable) { reachable_.store(reachable, std::memory_order_relaxed); }
+  bool reachable() const { return reachable_.load(std::memory_order_relaxed); }
+
+  void SetScraped(const ScrapedMetrics& m);
+  // Whether scraped metrics are newer than `stale_after`, and a copy of them.
+  bool Scraped(SteadyTime now, std::chrono::nanoseconds stale_after, ScrapedMetrics* out) const;
+
+  EndpointSnapshot Snapshot(size_t index, SteadyTime now, std::chrono::nanoseconds stale_after) const;
+
+  uint32_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+  uint64_t in_flight_prompt_tokens() const { return in_flight_tokens_.load(std::memory_order_relaxed); }
+  double ttft_ewma() const;
+
+ private:
+  size_t id_;
+  std::string pool_;
+  config::Endpoint cfg_;
+  http::HostPort target_;
+  std::atomic<uint32_t> in_flight_{0};
+  std::atomic<uint64_t> in_flight_tokens_{0};
+  std::atomic<bool> reachable_{true};
+  mutable std::mutex mu_;
+  double ttft_ewma_ = 0;
+  bool have_ttft_ = false;
+  ScrapedMetrics scraped_;
+  bool have_scraped_ = false;
+};
+
+class PoolState {
+ public:
+  PoolState(config::Pool cfg, std::unique_ptr<scheduling::Scheduler> scheduler,
+            std::vector<EndpointState*> endpoints, std::chrono::nanoseconds stale_after)
+      : cfg_(std::move(cfg)), scheduler_(std::move(scheduler)), endpoints_(std::move(endpoints)),
+        stale_after_(stale_after) {}
+
+  const config::Pool& config() const { return cfg_; }
+  const std::vector<EndpointState*>& endpoints() const { return endpoints_; }
+
+  struct Pick {
+    EndpointState* endpoint = nullptr;
+    std::string reason;
+    bool used_stale_metrics = false;  // some candidate's metrics were missing or stale
+  };
+  // Snapshots the endpoints and runs the scheduler. Serialised per pool.
+  Pick Schedule(const RequestInfo& req);
+  void OnCompleted(const RequestInfo& req, EndpointState* endpoint, const Completion& c);
+  // Ready: at least one endpoint is reachable.
+  bool Ready() const;
+  const std::string& profile_name() const { return scheduler_->profile_name(); }
+
+ private:
+  config::Pool cfg_;
+  std::mutex mu_;
+  std::unique_ptr<scheduling::Scheduler> scheduler_;
+  std::vector<EndpointState*> endpoints_;
+  std::chrono::nanoseconds stale_after_;
+  std::vector<EndpointSnapshot> scratch_;
+};
+
+}  // namespace infergrid::gateway

@@ -1,0 +1,341 @@
+#include "gateway/gateway.h"
+
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+#include "gateway/openai.h"
+#include "scheduling/registry.h"
+
+namespace infergrid::gateway {
+
+using namespace infergrid::http;
+using nlohmann::json;
+
+Gateway::Gateway(config::Gateway cfg) : cfg_(std::move(cfg)), metrics_(&registry_) {}
+
+Gateway::~Gateway() { Stop(); }
+
+Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
+  std::unique_ptr<Gateway> g(new Gateway(std::move(cfg)));
+  g->proxy_options_.connect = g->cfg_.timeouts.connect;
+  g->proxy_options_.first_byte = g->cfg_.timeouts.first_byte;
+  g->proxy_options_.idle = g->cfg_.timeouts.idle;
+  g->created_unix_ = static_cast<int64_t>(std::time(nullptr));
+
+  uint64_t seed = 0x9e3779b97f4a7c15ull;
+  for (const auto& pool_cfg : g->cfg_.pools) {
+    const config::SchedulingProfile* profile = nullptr;
+    for (const auto& p : g->cfg_.profiles) {
+      if (p.name == pool_cfg.scheduling_profile) profile = &p;
+    }
+    if (profile == nullptr) return Status::Error("pool '" + pool_cfg.name + "' names an unknown scheduling profile");
+    IG_ASSIGN_OR_RETURN(auto scheduler, scheduling::BuiltinRegistry().Build(*profile, g->cfg_.source, seed++));
+    std::vector<EndpointState*> eps;
+    for (const auto& e : pool_cfg.endpoints) {
+      IG_ASSIGN_OR_RETURN(HostPort target, ParseHttpUrl(e.url));
+      g->endpoints_.push_back(std::make_unique<EndpointState>(g->endpoints_.size(), pool_cfg.name, e, target));
+      eps.push_back(g->endpoints_.back().get());
+    }
+    g->pools_.push_back(std::make_unique<PoolState>(pool_cfg, std::move(scheduler), std::move(eps),
+                                                    g->cfg_.scrape.stale_after));
+    PoolState* ps = g->pools_.back().get();
+    for (const auto& m : pool_cfg.models) {
+      g->pool_by_model_[m.name] = ps;
+      for (const auto& a : m.aliases) g->pool_by_model_[a] = ps;
+    }
+  }
+
+  // Per-endpoint gauges, read from the live state when /metrics is rendered.
+  Gateway* self = g.get();
+  auto per_endpoint = [self](auto fn) {
+    return [self, fn] {
+      std::vector<metrics::GaugeSample> out;
+      for (const auto& e : self->endpoints_) out.push_back({{e->pool(), e->url()}, fn(*e)});
+      return out;
+    };
+  };
+  g->registry_.AddGaugeCallback("infergrid_endpoint_in_flight_requests",
+                                "Requests the gateway has sent to the endpoint that have not finished.",
+                                {"pool", "endpoint"}, per_endpoint([](const EndpointState& e) {
+                                  return static_cast<double>(e.in_flight());
+                                }));
+  g->registry_.AddGaugeCallback("infergrid_endpoint_in_flight_prompt_tokens",
+                                "Estimated prompt tokens of the endpoint's in-flight requests.", {"pool", "endpoint"},
+                                per_endpoint([](const EndpointState& e) {
+                                  return static_cast<double>(e.in_flight_prompt_tokens());
+                                }));
+  g->registry_.AddGaugeCallback("infergrid_endpoint_ttft_ewma_seconds",
+                                "Recent time to first byte through the endpoint (exponentially weighted mean).",
+                                {"pool", "endpoint"},
+                                per_endpoint([](const EndpointState& e) { return e.ttft_ewma(); }));
+  g->registry_.AddGaugeCallback("infergrid_endpoint_reachable",
+                                "1 if the last connection to the endpoint (request or scrape) succeeded.",
+                                {"pool", "endpoint"},
+                                per_endpoint([](const EndpointState& e) { return e.reachable() ? 1.0 : 0.0; }));
+  auto scraped = [self](double ScrapedMetrics::*field) {
+    return [self, field] {
+      std::vector<metrics::GaugeSample> out;
+      auto now = std::chrono::steady_clock::now();
+      for (const auto& e : self->endpoints_) {
+        ScrapedMetrics m;
+        if (e->Scraped(now, self->cfg_.scrape.stale_after, &m)) out.push_back({{e->pool(), e->url()}, m.*field});
+      }
+      return out;
+    };
+  };
+  g->registry_.AddGaugeCallback("infergrid_endpoint_num_requests_running",
+                                "vllm:num_requests_running as last scraped from the endpoint.", {"pool", "endpoint"},
+                                scraped(&ScrapedMetrics::running));
+  g->registry_.AddGaugeCallback("infergrid_endpoint_num_requests_waiting",
+                                "vllm:num_requests_waiting as last scraped from the endpoint.", {"pool", "endpoint"},
+                                scraped(&ScrapedMetrics::waiting));
+  g->registry_.AddGaugeCallback("infergrid_endpoint_kv_cache_usage_ratio",
+                                "KV cache usage (0-1) as last scraped from the endpoint.", {"pool", "endpoint"},
+                                scraped(&ScrapedMetrics::kv_usage));
+  g->registry_.AddGaugeCallback("infergrid_endpoint_prefix_cache_queries",
+                                "The endpoint's prefix cache queries counter (tokens) as last scraped.",
+                                {"pool", "endpoint"}, scraped(&ScrapedMetrics::prefix_queries));
+  g->registry_.AddGaugeCallback("infergrid_endpoint_prefix_cache_hits",
+                                "The endpoint's prefix cache hits counter (tokens) as last scraped.",
+                                {"pool", "endpoint"}, scraped(&ScrapedMetrics::prefix_hits));
+  return g;
+}
+
+Status Gateway::Start() {
+  uint32_t n = cfg_.workers;
+  if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<asio::io_context*> ios;
+  for (uint32_t i = 0; i < n; ++i) {
+    worker_ios_.push_back(std::make_unique<asio::io_context>(1));
+    ios.push_back(worker_ios_.back().get());
+    std::vector<std::unique_ptr<UpstreamPool>> pools;
+    UpstreamPoolOptions po;
+    po.max_connections = cfg_.upstream.max_connections_per_endpoint;
+    po.max_idle = cfg_.upstream.max_idle_connections_per_endpoint;
+    po.idle_timeout = cfg_.timeouts.idle;
+    for (const auto& e : endpoints_) {
+      pools.push_back(std::make_unique<UpstreamPool>(worker_ios_.back()->get_executor(), e->target(), po));
+    }
+    upstreams_.push_back(std::move(pools));
+  }
+  ServerOptions so;
+  so.max_header_bytes = cfg_.limits.max_request_header_bytes;
+  so.max_body_bytes = cfg_.limits.max_request_body_bytes;
+  so.header_timeout = cfg_.timeouts.request_headers;
+  so.idle_timeout = cfg_.timeouts.client_idle;
+  so.error_body = [](int status, const std::string& message, const std::string& code) {
+    ApiError e;
+    e.status = status;
+    e.message = message;
+    e.code = code;
+    return ErrorJson(e);
+  };
+  so.on_protocol_error = [this](ProtocolError kind) {
+    const char* name = kind == ProtocolError::kHeadersTooLarge ? "headers_too_large"
+                       : kind == ProtocolError::kBodyTooLarge  ? "body_too_large"
+                       : kind == ProtocolError::kHeaderTimeout ? "request_timeout"
+                                                               : "bad_http";
+    metrics_.client_errors->With({name})->Inc();
+  };
+  server_ = std::make_unique<Server>(ios, std::move(so), [this](Exchange& ex) { return Handle(ex); });
+  IG_RETURN_IF_ERROR(server_->Listen(cfg_.listen_host, cfg_.listen_port));
+
+  std::vector<EndpointState*> eps;
+  for (auto& e : endpoints_) eps.push_back(e.get());
+  scraper_ = std::make_unique<Scraper>(control_io_, cfg_.scrape, eps, &metrics_);
+  scraper_->Start();
+
+  for (auto& io : worker_ios_) {
+    threads_.emplace_back([io = io.get()] {
+      auto guard = asio::make_work_guard(*io);
+      io->run();
+    });
+  }
+  threads_.emplace_back([this] {
+    auto guard = asio::make_work_guard(control_io_);
+    control_io_.run();
+  });
+  log::Info("gateway listening on {}:{} with {} workers, {} pools, {} endpoints", cfg_.listen_host, server_->port(),
+            n, pools_.size(), endpoints_.size());
+  return Status::Ok();
+}
+
+void Gateway::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (server_) server_->StopAccepting();
+  if (scraper_) scraper_->Stop();
+  for (auto& io : worker_ios_) io->stop();
+  control_io_.stop();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+awaitable<void> Gateway::RespondJson(Exchange& ex, int status, std::string body) {
+  StringResponse res{static_cast<bhttp::status>(status), 11};
+  res.set(bhttp::field::content_type, "application/json");
+  res.body() = std::move(body);
+  ex.stream().expires_after(cfg_.timeouts.idle);
+  co_await ex.Respond(std::move(res));
+  ex.stream().expires_never();
+}
+
+awaitable<void> Gateway::RespondError(Exchange& ex, int status, const std::string& message, const std::string& type,
+                                      const std::string& param, const std::string& code) {
+  ApiError e;
+  e.status = status;
+  e.message = message;
+  e.type = type;
+  e.param = param;
+  e.code = code;
+  co_await RespondJson(ex, status, ErrorJson(e));
+}
+
+std::string Gateway::ModelsJson() const {
+  json data = json::array();
+  for (const auto& p : pools_) {
+    for (const auto& m : p->config().models) {
+      data.push_back({{"id", m.name}, {"object", "model"}, {"created", created_unix_}, {"owned_by", "infergrid"},
+                      {"root", m.name}});
+      for (const auto& a : m.aliases) {
+        data.push_back({{"id", a}, {"object", "model"}, {"created", created_unix_}, {"owned_by", "infergrid"},
+                        {"root", m.name}});
+      }
+    }
+  }
+  return json{{"object", "list"}, {"data", data}}.dump();
+}
+
+bool Gateway::Ready() const {
+  for (const auto& p : pools_) {
+    if (!p->Ready()) return false;
+  }
+  return true;
+}
+
+awaitable<void> Gateway::Handle(Exchange& ex) {
+  auto start = std::chrono::steady_clock::now();
+  const auto& req = ex.request();
+  std::string_view target = req.target();
+  std::string_view path = target.substr(0, target.find('?'));
+  bhttp::verb method = req.method();
+
+  struct Route {
+    std::string_view path;
+    bhttp::verb method;
+  };
+  static constexpr Route kRoutes[] = {
+      {"/v1/chat/completions", bhttp::verb::post}, {"/v1/completions", bhttp::verb::post},
+      {"/v1/models", bhttp::verb::get},           {"/health", bhttp::verb::get},
+      {"/ready", bhttp::verb::get},               {"/metrics", bhttp::verb::get},
+  };
+  const Route* route = nullptr;
+  for (const auto& r : kRoutes) {
+    if (r.path == path) route = &r;
+  }
+  if (route == nullptr) {
+    metrics_.client_errors->With({"not_found"})->Inc();
+    co_await RespondError(ex, 404, "Unknown request URL: " + std::string(path), "invalid_request_error", "",
+                          "unknown_url");
+    co_return;
+  }
+  bool head_ok = method == bhttp::verb::head && route->method == bhttp::verb::get;
+  if (method != route->method && !head_ok) {
+    metrics_.client_errors->With({"method_not_allowed"})->Inc();
+    StringResponse res{bhttp::status::method_not_allowed, 11};
+    res.set(bhttp::field::allow, route->method == bhttp::verb::post ? "POST" : "GET, HEAD");
+    res.set(bhttp::field::content_type, "application/json");
+    ApiError e;
+    e.status = 405;
+    e.message = std::string(req.method_string()) + " is not allowed on " + std::string(path) + "; use " +
+                (route->method == bhttp::verb::post ? "POST" : "GET");
+    e.code = "method_not_allowed";
+    res.body() = ErrorJson(e);
+    co_await ex.Respond(std::move(res));
+    co_return;
+  }
+
+  if (path == "/v1/chat/completions") {
+    co_await HandleInference(ex, ApiKind::kChatCompletions, start);
+  } else if (path == "/v1/completions") {
+    co_await HandleInference(ex, ApiKind::kCompletions, start);
+  } else if (path == "/v1/models") {
+    co_await RespondJson(ex, 200, ModelsJson());
+  } else if (path == "/health") {
+    co_await RespondJson(ex, 200, R"({"status":"ok"})");
+  } else if (path == "/ready") {
+    bool ready = Ready();
+    co_await RespondJson(ex, ready ? 200 : 503, ready ? R"({"status":"ready"})" : R"({"status":"not ready"})");
+  } else if (path == "/metrics") {
+    StringResponse res{bhttp::status::ok, 11};
+    res.set(bhttp::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+    res.body() = registry_.Render();
+    co_await ex.Respond(std::move(res));
+  }
+}
+
+awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api, std::chrono::steady_clock::time_point start) {
+  std::string_view session = ex.request()["x-session-id"];
+  auto parsed = ParseInferenceRequest(api, ex.request().body(), session);
+  if (auto* err = std::get_if<ApiError>(&parsed)) {
+    metrics_.client_errors->With({err->code.empty() ? "invalid_request" : err->code})->Inc();
+    co_await RespondJson(ex, err->status, ErrorJson(*err));
+    co_return;
+  }
+  RequestInfo info = std::move(std::get<RequestInfo>(parsed));
+  auto it = pool_by_model_.find(info.model);
+  if (it == pool_by_model_.end()) {
+    metrics_.client_errors->With({"model_not_found"})->Inc();
+    co_await RespondError(ex, 404, "The model '" + info.model + "' does not exist or is not served by this gateway.",
+                          "invalid_request_error", "model", "model_not_found");
+    co_return;
+  }
+  PoolState* pool = it->second;
+  info.pool = pool->config().name;
+  PoolState::Pick pick = pool->Schedule(info);
+  if (pick.used_stale_metrics && cfg_.scrape.enabled) metrics_.stale_metrics->With({info.pool})->Inc();
+  if (pick.endpoint == nullptr) {
+    metrics_.decision_failures->With({info.pool, pick.reason})->Inc();
+    co_await RespondError(ex, 503, "No model server is available for '" + info.model + "': " + pick.reason,
+                          "server_error", "", "no_endpoint_available");
+    co_return;
+  }
+  EndpointState* ep = pick.endpoint;
+  metrics_.decisions->With({info.pool, pool->profile_name(), ep->url()})->Inc();
+
+  ep->OnStart(info.prompt_tokens_estimate);
+  UpstreamPool& up = *upstreams_[ex.worker()][ep->id()];
+  ProxyOutcome out = co_await Forward(ex, up, proxy_options_, start, [&] {
+    metrics_.retries->With({ep->url()})->Inc();
+  });
+  ep->OnFinish(info.prompt_tokens_estimate);
+
+  if (!out.error.empty()) {
+    metrics_.upstream_errors->With({ep->url(), out.error})->Inc();
+    if (out.error == "connect_failed" || out.error == "connect_timeout") ep->SetReachable(false);
+  } else if (out.status > 0) {
+    ep->SetReachable(true);
+  }
+  if (out.client_gone) {
+    metrics_.client_disconnects->With({out.started ? "streaming" : "before_response"})->Inc();
+  }
+  double e2e = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (out.first_byte_seconds >= 0) {
+    metrics_.ttft->With({info.pool, info.model})->Observe(out.first_byte_seconds);
+    ep->RecordTtft(out.first_byte_seconds);
+  }
+  metrics_.e2e->With({info.pool, info.model})->Observe(e2e);
+  // 499: the client closed the connection before a status was sent (nginx's convention).
+  int code = out.client_gone && !out.started ? 499 : out.status;
+  metrics_.requests->With({info.pool, info.model, ep->url(), std::to_string(code)})->Inc();
+  Completion c;
+  c.ok = out.error.empty() && !out.client_gone && out.status >= 200 && out.status < 300;
+  c.ttft_seconds = out.first_byte_seconds;
+  c.e2e_seconds = e2e;
+  pool->OnCompleted(info, ep, c);
+}
+
+}  // namespace infergrid::gateway

@@ -1,0 +1,67 @@
+#pragma once
+// The live gateway: an OpenAI-compatible HTTP front that routes each inference request
+// through its pool's scheduler to one endpoint and relays the response.
+//
+// Threads: `workers` I/O threads (each owns its connections and its upstream connection
+// pools) and one control thread (endpoint scraping). Start() returns once listening.
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/result.h"
+#include "config/config.h"
+#include "gateway/endpoint_registry.h"
+#include "gateway/gateway_metrics.h"
+#include "gateway/proxy.h"
+#include "gateway/scraper.h"
+#include "http/server.h"
+#include "http/upstream_pool.h"
+#include "metrics/registry.h"
+
+namespace infergrid::gateway {
+
+class Gateway {
+ public:
+  // Builds pools and schedulers; fails on a config the scheduling plugins reject.
+  static Result<std::unique_ptr<Gateway>> Create(config::Gateway cfg);
+  ~Gateway();
+
+  Status Start();
+  uint16_t port() const { return server_->port(); }
+  // Stops accepting and serving, and joins every thread. Idempotent.
+  void Stop();
+
+  metrics::Registry& registry() { return registry_; }
+
+ private:
+  explicit Gateway(config::Gateway cfg);
+  http::awaitable<void> Handle(http::Exchange& ex);
+  http::awaitable<void> HandleInference(http::Exchange& ex, ApiKind api, std::chrono::steady_clock::time_point start);
+  http::awaitable<void> RespondJson(http::Exchange& ex, int status, std::string body);
+  http::awaitable<void> RespondError(http::Exchange& ex, int status, const std::string& message,
+                                     const std::string& type, const std::string& param, const std::string& code);
+  std::string ModelsJson() const;
+  bool Ready() const;
+
+  config::Gateway cfg_;
+  metrics::Registry registry_;
+  GatewayMetrics metrics_;
+  ProxyOptions proxy_options_;
+  std::vector<std::unique_ptr<EndpointState>> endpoints_;
+  std::vector<std::unique_ptr<PoolState>> pools_;
+  std::unordered_map<std::string, PoolState*> pool_by_model_;
+  int64_t created_unix_ = 0;
+
+  std::vector<std::unique_ptr<http::asio::io_context>> worker_ios_;
+  std::vector<std::vector<std::unique_ptr<http::UpstreamPool>>> upstreams_;  // [worker][endpoint id]
+  http::asio::io_context control_io_;
+  std::unique_ptr<http::Server> server_;
+  std::unique_ptr<Scraper> scraper_;
+  std::vector<std::thread> threads_;
+  bool stopped_ = false;
+};
+
+}  // namespace infergrid::gateway

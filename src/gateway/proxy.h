@@ -1,0 +1,38 @@
+#pragma once
+// Forwards one request to an upstream endpoint and relays the response to the client as it
+// arrives: SSE streams chunk by chunk, never buffered whole; chunked and content-length
+// bodies both. A client that goes away cancels the upstream request at once (its connection is
+// closed, so the server sees it). Runs on the client's worker thread.
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "common/duration.h"
+#include "http/server.h"
+#include "http/upstream_pool.h"
+
+namespace infergrid::gateway {
+
+struct ProxyOptions {
+  Duration connect = std::chrono::seconds(5);
+  Duration first_byte = std::chrono::seconds(300);
+  Duration idle = std::chrono::seconds(60);  // longest silence within a response, either side
+};
+
+struct ProxyOutcome {
+  int status = 0;          // the status the client was sent (relayed or the gateway's own)
+  bool started = false;    // response bytes from upstream reached the client
+  std::string error;       // empty on success; else a kind for infergrid_upstream_errors_total
+  bool client_gone = false;  // the client went away; its upstream request was cancelled
+  double first_byte_seconds = -1;  // from `start` to the first response byte from upstream
+  int attempts = 0;
+};
+
+// Forwards ex.request() (its body unchanged; hop-by-hop headers replaced) to `pool`'s
+// endpoint. `on_retry` is called when a stale pooled connection forces a resend.
+http::awaitable<ProxyOutcome> Forward(http::Exchange& ex, http::UpstreamPool& pool, const ProxyOptions& options,
+                                      std::chrono::steady_clock::time_point start,
+                                      const std::function<void()>& on_retry);
+
+}  // namespace infergrid::gateway

@@ -1,0 +1,119 @@
+#include "gateway/scraper.h"
+
+#include <algorithm>
+
+#include "common/log.h"
+
+namespace infergrid::gateway {
+
+using namespace infergrid::http;
+
+Result<ScrapedMetrics> ExtractVllmMetrics(const std::vector<metrics::Sample>& samples) {
+  ScrapedMetrics m;
+  bool have_running = false, have_waiting = false, have_kv = false, have_new_kv = false;
+  for (const auto& s : samples) {
+    std::string_view n = s.name;
+    if (n == "vllm:num_requests_running") {
+      m.running += s.value;
+      have_running = true;
+    } else if (n == "vllm:num_requests_waiting") {
+      m.waiting += s.value;
+      have_waiting = true;
+    } else if (n == "vllm:kv_cache_usage_perc") {
+      m.kv_usage = have_new_kv ? std::max(m.kv_usage, s.value) : s.value;
+      have_kv = have_new_kv = true;
+    } else if (n == "vllm:gpu_cache_usage_perc" && !have_new_kv) {
+      m.kv_usage = have_kv ? std::max(m.kv_usage, s.value) : s.value;
+      have_kv = true;
+    } else if (n == "vllm:prefix_cache_queries_total" || n == "vllm:prefix_cache_queries" ||
+               n == "vllm:gpu_prefix_cache_queries_total" || n == "vllm:gpu_prefix_cache_queries") {
+      m.prefix_queries += s.value;
+    } else if (n == "vllm:prefix_cache_hits_total" || n == "vllm:prefix_cache_hits" ||
+               n == "vllm:gpu_prefix_cache_hits_total" || n == "vllm:gpu_prefix_cache_hits") {
+      m.prefix_hits += s.value;
+    }
+  }
+  if (!have_running && !have_waiting && !have_kv) {
+    return Status::Error("no vllm:num_requests_running, vllm:num_requests_waiting or KV usage gauge");
+  }
+  return m;
+}
+
+Scraper::Scraper(asio::io_context& io, const config::Scrape& cfg, std::vector<EndpointState*> endpoints,
+                 GatewayMetrics* metrics)
+    : io_(io), cfg_(cfg), endpoints_(std::move(endpoints)), metrics_(metrics) {}
+
+void Scraper::Start() {
+  if (!cfg_.enabled) return;
+  for (auto* e : endpoints_) asio::co_spawn(io_, Loop(e), asio::detached);
+}
+
+void Scraper::Stop() {
+  asio::post(io_, [this] { stopped_ = true; });
+}
+
+awaitable<void> Scraper::Loop(EndpointState* e) {
+  asio::steady_timer timer(io_);
+  while (!stopped_) {
+    auto next = std::chrono::steady_clock::now() + cfg_.interval;
+    co_await ScrapeOnce(e);
+    timer.expires_at(next);
+    error_code ec;
+    co_await timer.async_wait(with_ec(ec));
+  }
+}
+
+awaitable<void> Scraper::ScrapeOnce(EndpointState* e) {
+  metrics_->scrapes->With({e->url()})->Inc();
+  auto fail = [&](const char* reason) { metrics_->scrape_failures->With({e->url(), reason})->Inc(); };
+  beast::tcp_stream stream(io_);
+  tcp::resolver resolver(io_);
+  error_code ec;
+  auto results = co_await resolver.async_resolve(e->target().host, std::to_string(e->target().port), with_ec(ec));
+  if (ec) {
+    fail("resolve");
+    co_return;
+  }
+  stream.expires_after(cfg_.timeout);
+  co_await stream.async_connect(results, with_ec(ec));
+  if (ec) {
+    fail(ec == beast::error::timeout ? "timeout" : "connect");
+    e->SetReachable(false);
+    co_return;
+  }
+  e->SetReachable(true);
+  StringRequest req{bhttp::verb::get, cfg_.path, 11};
+  req.set(bhttp::field::host, e->target().HostHeader());
+  req.set(bhttp::field::user_agent, "infergrid-scraper");
+  req.keep_alive(false);
+  co_await bhttp::async_write(stream, req, with_ec(ec));
+  beast::flat_buffer buf;
+  bhttp::response_parser<bhttp::string_body> parser;
+  parser.body_limit(8 << 20);
+  if (!ec) co_await bhttp::async_read(stream, buf, parser, with_ec(ec));
+  if (ec) {
+    fail(ec == beast::error::timeout ? "timeout" : "read");
+    co_return;
+  }
+  if (parser.get().result() != bhttp::status::ok) {
+    fail("http_status");
+    co_return;
+  }
+  auto samples = metrics::ParseText(parser.get().body());
+  if (!samples.ok()) {
+    fail("parse");
+    log::Debug("scrape of {}: {}", e->url(), samples.status().message());
+    co_return;
+  }
+  auto m = ExtractVllmMetrics(*samples);
+  if (!m.ok()) {
+    fail("missing_metrics");
+    co_return;
+  }
+  m->at = std::chrono::steady_clock::now();
+  e->SetScraped(*m);
+  error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+}
+
+}  // namespace infergrid::gateway

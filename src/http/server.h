@@ -1,0 +1,90 @@
+#pragma once
+// An HTTP/1.1 server on Asio/Beast. Each worker io_context (one thread each) has its own
+// acceptor on the shared port (SO_REUSEPORT), so a connection lives on one thread for its whole
+// life and handlers need no locks for per-connection state.
+//
+// Protocol errors (headers over the limit, body over the limit, headers too slow, malformed
+// HTTP) are answered by the server itself through ServerOptions::error_body and counted
+// through ServerOptions::on_protocol_error; the handler sees only well-formed requests.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/duration.h"
+#include "common/result.h"
+#include "http/asio.h"
+
+namespace infergrid::http {
+
+// One request and its connection, handed to the handler.
+class Exchange {
+ public:
+  Exchange(beast::tcp_stream& stream, StringRequest& request, size_t worker)
+      : stream_(stream), request_(request), worker_(worker) {}
+  // The index of the worker thread serving this connection (for worker-local state).
+  size_t worker() const { return worker_; }
+  StringRequest& request() { return request_; }
+  beast::tcp_stream& stream() { return stream_; }
+
+  // Writes a complete response. Sets keep-alive from the request unless close() was called.
+  awaitable<error_code> Respond(StringResponse response);
+
+  // Whether the connection may serve another request after this one.
+  bool keep_alive() const { return keep_alive_ && request_.keep_alive(); }
+  void close() { keep_alive_ = false; }
+
+ private:
+  beast::tcp_stream& stream_;
+  StringRequest& request_;
+  size_t worker_;
+  bool keep_alive_ = true;
+};
+
+using Handler = std::function<awaitable<void>(Exchange&)>;
+
+enum class ProtocolError { kHeadersTooLarge, kBodyTooLarge, kHeaderTimeout, kBadRequest };
+
+struct ServerOptions {
+  uint32_t max_header_bytes = 32 << 10;
+  uint64_t max_body_bytes = 16 << 20;
+  Duration header_timeout = std::chrono::seconds(10);  // from first byte (or accept) to full headers
+  Duration body_timeout = std::chrono::seconds(60);    // to receive the whole body
+  Duration idle_timeout = std::chrono::seconds(60);    // keep-alive wait for the next request
+  // Renders the body of a protocol error response (status, message, code). Default: plain JSON.
+  std::function<std::string(int, const std::string&, const std::string&)> error_body;
+  std::function<void(ProtocolError)> on_protocol_error;
+};
+
+class Server {
+ public:
+  // `workers` must outlive the server and be run by the caller, one thread each.
+  Server(std::vector<asio::io_context*> workers, ServerOptions options, Handler handler);
+  ~Server();
+
+  // Binds host:port (port 0 picks one) on every worker. Call once, before running workers.
+  Status Listen(const std::string& host, uint16_t port);
+  uint16_t port() const { return port_; }
+
+  // Stops accepting; open connections finish their current request.
+  void StopAccepting();
+
+  uint64_t open_connections() const { return open_connections_.load(); }
+
+ private:
+  awaitable<void> Accept(tcp::acceptor& acceptor, size_t worker);
+  awaitable<void> Serve(tcp::socket socket, size_t worker);
+  awaitable<void> RespondProtocolError(beast::tcp_stream& stream, int status, const std::string& message,
+                                       const std::string& code, ProtocolError kind);
+
+  std::vector<asio::io_context*> workers_;
+  ServerOptions options_;
+  Handler handler_;
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
+  uint16_t port_ = 0;
+  std::atomic<uint64_t> open_connections_{0};
+};
+
+}  // namespace infergrid::http

@@ -1,0 +1,17 @@
+#include "http/url.h"
+
+#include "common/host_port.h"
+
+namespace infergrid::http {
+
+Result<HostPort> ParseHttpUrl(const std::string& url) {
+  const std::string prefix = "http://";
+  if (url.compare(0, prefix.size(), prefix) != 0) return Status::Error("expected http://HOST:PORT: " + url);
+  std::string rest = url.substr(prefix.size());
+  if (!rest.empty() && rest.back() == '/') rest.pop_back();
+  auto hp = ParseHostPort(rest);
+  if (!hp.ok()) return hp.status();
+  return HostPort{hp->first, hp->second};
+}
+
+}  // namespace infergrid::http

@@ -1,0 +1,49 @@
+#include "scheduling/scheduler.h"
+
+namespace infergrid::scheduling {
+
+Scheduler::Scheduler(std::string profile_name, std::vector<std::unique_ptr<Filter>> filters,
+                     std::vector<WeightedScorer> scorers, std::unique_ptr<Picker> picker, uint64_t seed)
+    : profile_name_(std::move(profile_name)),
+      filters_(std::move(filters)),
+      scorers_(std::move(scorers)),
+      picker_(std::move(picker)),
+      rng_(seed) {}
+
+Decision Scheduler::Schedule(const RequestInfo& req, std::span<const EndpointSnapshot> endpoints) {
+  Decision d;
+  candidates_.clear();
+  for (size_t i = 0; i < endpoints.size(); ++i) candidates_.push_back(i);
+  if (candidates_.empty()) {
+    d.reason = "the pool has no endpoints";
+    return d;
+  }
+  for (auto& f : filters_) {
+    f->Apply(req, endpoints, &candidates_);
+    if (candidates_.empty()) {
+      d.reason = "no endpoint passed the '" + std::string(f->name()) + "' filter";
+      return d;
+    }
+  }
+  total_.assign(candidates_.size(), 0.0);
+  for (auto& ws : scorers_) {
+    partial_.assign(candidates_.size(), 0.0);
+    ws.scorer->Score(req, endpoints, candidates_, partial_);
+    for (size_t i = 0; i < candidates_.size(); ++i) total_[i] += ws.weight * partial_[i];
+  }
+  auto pos = picker_->Pick(candidates_, total_, rng_);
+  if (!pos) {
+    d.reason = "the picker chose no endpoint";
+    return d;
+  }
+  d.endpoint = candidates_[*pos];
+  d.score = total_[*pos];
+  for (auto& ws : scorers_) ws.scorer->OnPicked(req, endpoints[*d.endpoint]);
+  return d;
+}
+
+void Scheduler::OnCompleted(const RequestInfo& req, size_t endpoint_index, const Completion& c) {
+  for (auto& ws : scorers_) ws.scorer->OnCompleted(req, endpoint_index, c);
+}
+
+}  // namespace infergrid::scheduling

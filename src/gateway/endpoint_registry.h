@@ -88,7 +88,9 @@ class PoolState {
     std::string reason;
     bool used_stale_metrics = false;  // some candidate's metrics were missing or stale
   };
-  // Snapshots the endpoints and runs the scheduler. Serialised per pool.
+  // Snapshots the endpoints and runs the scheduler; the chosen endpoint's in-flight
+  // accounting is taken before the lock is released, so concurrent decisions see each other.
+  // Serialised per pool. The caller must call endpoint->OnFinish() when the request ends.
   Pick Schedule(const RequestInfo& req);
   void OnCompleted(const RequestInfo& req, EndpointState* endpoint, const Completion& c);
   // Ready: at least one endpoint is reachable.

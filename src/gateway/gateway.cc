@@ -306,7 +306,6 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api, std::chrono:
   EndpointState* ep = pick.endpoint;
   metrics_.decisions->With({info.pool, pool->profile_name(), ep->url()})->Inc();
 
-  ep->OnStart(info.prompt_tokens_estimate);
   UpstreamPool& up = *upstreams_[ex.worker()][ep->id()];
   ProxyOutcome out = co_await Forward(ex, up, proxy_options_, start, [&] {
     metrics_.retries->With({ep->url()})->Inc();

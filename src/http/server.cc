@@ -76,6 +76,7 @@ awaitable<void> Server::Accept(tcp::acceptor& acceptor, size_t worker) {
       continue;
     }
     socket.set_option(tcp::no_delay(true), ec);
+    accepted_.fetch_add(1);
     asio::co_spawn(acceptor.get_executor(), Serve(std::move(socket), worker), asio::detached);
   }
 }

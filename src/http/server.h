@@ -72,6 +72,7 @@ class Server {
   void StopAccepting();
 
   uint64_t open_connections() const { return open_connections_.load(); }
+  uint64_t accepted_connections() const { return accepted_.load(); }
 
  private:
   awaitable<void> Accept(tcp::acceptor& acceptor, size_t worker);
@@ -85,6 +86,7 @@ class Server {
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
   uint16_t port_ = 0;
   std::atomic<uint64_t> open_connections_{0};
+  std::atomic<uint64_t> accepted_{0};
 };
 
 }  // namespace infergrid::http

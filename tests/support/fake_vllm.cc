@@ -37,6 +37,7 @@ FakeVllmStats FakeVllm::stats() const {
   std::lock_guard lock(mu_);
   FakeVllmStats s = stats_;
   s.active = active_.load();
+  s.connections = server_ ? server_->accepted_connections() : 0;
   return s;
 }
 

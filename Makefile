@@ -1,0 +1,30 @@
+# The README's two commands: `make demo` and `make test`. Each installs what is missing first.
+.PHONY: deps build test test-asan demo bench clean
+
+JOBS ?= $(shell nproc)
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	cmake --preset release
+	cmake --build --preset release -j $(JOBS)
+
+test: build
+	@tests/e2e/openai/setup.sh
+	ctest --preset release -j $(JOBS)
+
+test-asan: deps
+	cmake --preset asan
+	cmake --build --preset asan -j $(JOBS)
+	@tests/e2e/openai/setup.sh
+	ctest --preset asan -j $(JOBS)
+
+demo: build
+	scripts/demo
+
+bench: build
+	bench/proxy-overhead/run.sh
+
+clean:
+	rm -rf build

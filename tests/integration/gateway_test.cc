@@ -1,0 +1,375 @@
+// The gateway in-process in front of fake vLLM servers, over real loopback sockets.
+
+#include "gateway/gateway.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <future>
+#include <thread>
+
+#include "fake_vllm.h"
+#include "http_client.h"
+
+namespace infergrid::gateway {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using testing::FakeVllm;
+using testing::FakeVllmOptions;
+using testing::Get;
+using testing::PostJson;
+using testing::RequestSpec;
+using testing::WaitFor;
+
+const std::string kChat = R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":4})";
+
+class GatewayTest : public ::testing::Test {
+ protected:
+  // Starts `n` fake servers and a gateway whose spec is `extra_spec` plus one pool over them.
+  void Start(int n, const std::string& extra_spec = "", const std::string& pool_extra = "",
+             std::vector<std::string> extra_endpoints = {}) {
+    for (int i = 0; i < n; ++i) {
+      auto f = std::make_unique<FakeVllm>(FakeVllmOptions{});
+      ASSERT_TRUE(f->Start().ok());
+      fakes_.push_back(std::move(f));
+    }
+    std::string eps;
+    for (auto& f : fakes_) eps += "    - " + f->url() + "\n";
+    for (auto& e : extra_endpoints) eps += "    - " + e + "\n";
+    std::string yaml = "apiVersion: infergrid.dev/v1\nkind: Gateway\nspec:\n  listen: 127.0.0.1:0\n  workers: 2\n" +
+                       extra_spec +
+                       "  pools:\n  - name: main\n    models:\n    - name: test-model\n      aliases: [tm]\n" +
+                       pool_extra + "    endpoints:\n" + eps;
+    auto cfg = config::ParseGateway(yaml, "test.yaml");
+    ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+    auto gw = Gateway::Create(*cfg);
+    ASSERT_TRUE(gw.ok()) << gw.status().message();
+    gw_ = std::move(*gw);
+    ASSERT_TRUE(gw_->Start().ok());
+    port_ = gw_->port();
+  }
+
+  void TearDown() override {
+    if (gw_) gw_->Stop();
+    for (auto& f : fakes_) f->Stop();
+  }
+
+  double Metric(const std::string& needle) {
+    std::string text = gw_->registry().Render();
+    size_t pos = text.find(needle + " ");
+    if (pos == std::string::npos) return 0;
+    return std::stod(text.substr(pos + needle.size() + 1));
+  }
+
+  uint64_t TotalRequestsAtFakes() {
+    uint64_t n = 0;
+    for (auto& f : fakes_) n += f->stats().requests;
+    return n;
+  }
+
+  std::vector<std::unique_ptr<FakeVllm>> fakes_;
+  std::unique_ptr<Gateway> gw_;
+  uint16_t port_ = 0;
+};
+
+json ParseBody(const testing::HttpResult& r) {
+  json j = json::parse(r.body, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.body;
+  return j;
+}
+
+void ExpectOpenAiError(const testing::HttpResult& r, int status, const std::string& code) {
+  EXPECT_EQ(r.status, status) << r.body;
+  json j = ParseBody(r);
+  ASSERT_TRUE(j.contains("error")) << r.body;
+  EXPECT_TRUE(j["error"]["message"].is_string());
+  EXPECT_TRUE(j["error"]["type"].is_string());
+  EXPECT_TRUE(j["error"].contains("param"));
+  EXPECT_EQ(j["error"]["code"], code) << r.body;
+  EXPECT_EQ(r.headers.at("content-type"), "application/json");
+}
+
+TEST_F(GatewayTest, ChatIsForwardedWithTheBodyUnchanged) {
+  Start(1);
+  // Odd spacing and a field the gateway does not know: both must reach the server as sent.
+  std::string body = R"({ "model" : "test-model", "messages":[{"role":"user","content":"hi"}],  "max_tokens":3,
+    "vendor_extension": {"x": [1, 2]} })";
+  auto r = PostJson(port_, "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  json j = ParseBody(r);
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 3);
+  EXPECT_EQ(fakes_[0]->stats().last_body, body);
+  EXPECT_FALSE(r.chunked);  // a content-length response stays one
+}
+
+TEST_F(GatewayTest, CompletionsAndAliasesRoute) {
+  Start(1);
+  auto r = PostJson(port_, "/v1/completions", R"({"model":"tm","prompt":"hello","max_tokens":2})");
+  // The alias reaches the pool; the server (which serves only the real name) answers 404 in
+  // vLLM's shape and the gateway relays it unchanged.
+  EXPECT_EQ(r.status, 404);
+  r = PostJson(port_, "/v1/completions", R"({"model":"test-model","prompt":"hello","max_tokens":2})");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(ParseBody(r)["object"], "text_completion");
+  EXPECT_EQ(TotalRequestsAtFakes(), 2u);
+}
+
+TEST_F(GatewayTest, ModelsListsEveryNameAndAlias) {
+  Start(1);
+  auto r = Get(port_, "/v1/models");
+  ASSERT_EQ(r.status, 200);
+  json j = ParseBody(r);
+  EXPECT_EQ(j["object"], "list");
+  std::set<std::string> ids;
+  for (auto& m : j["data"]) {
+    ids.insert(m["id"]);
+    EXPECT_EQ(m["object"], "model");
+  }
+  EXPECT_EQ(ids, (std::set<std::string>{"test-model", "tm"}));
+}
+
+TEST_F(GatewayTest, StreamsArriveChunkByChunkWithUsageAndDone) {
+  Start(1);
+  auto start = std::chrono::steady_clock::now();
+  std::vector<double> arrivals;
+  RequestSpec s;
+  s.method = "POST";
+  s.target = "/v1/chat/completions";
+  s.body = R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"stream":true,
+               "stream_options":{"include_usage":true}})";
+  s.headers["x-fake-token-delay-ms"] = "150";
+  s.on_piece = [&](const std::string&) {
+    arrivals.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return true;
+  };
+  auto r = testing::Request(port_, s);
+  ASSERT_EQ(r.status, 200);
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.headers.at("content-type"), "text/event-stream");
+  EXPECT_THAT(r.body, HasSubstr("\"usage\":{\"completion_tokens\":5"));
+  EXPECT_THAT(r.body, HasSubstr("data: [DONE]\n\n"));
+  EXPECT_EQ(r.body.find("data: [DONE]"), r.body.size() - std::string("data: [DONE]\n\n").size());
+  // Relayed as produced: the first token reached the client well before the last one was made.
+  ASSERT_GE(arrivals.size(), 3u);
+  EXPECT_LT(arrivals.front() + 0.4, arrivals.back());
+}
+
+TEST_F(GatewayTest, UnknownModelIs404InOpenAiShape) {
+  Start(1);
+  auto r = PostJson(port_, "/v1/chat/completions",
+                    R"({"model":"gpt-99","messages":[{"role":"user","content":"hi"}]})");
+  ExpectOpenAiError(r, 404, "model_not_found");
+  EXPECT_EQ(ParseBody(r)["error"]["param"], "model");
+  EXPECT_EQ(TotalRequestsAtFakes(), 0u);
+  EXPECT_EQ(Metric("infergrid_client_errors_total{kind=\"model_not_found\"}"), 1);
+}
+
+TEST_F(GatewayTest, BadBodiesAre400AndTheGatewayKeepsServing) {
+  Start(1);
+  ExpectOpenAiError(PostJson(port_, "/v1/chat/completions", "{\"model\": "), 400, "invalid_json");
+  ExpectOpenAiError(PostJson(port_, "/v1/chat/completions", R"({"model":"test-model","messages":"hi"})"), 400,
+                    "invalid_type");
+  ExpectOpenAiError(PostJson(port_, "/v1/chat/completions", R"({"messages":[{"role":"user"}]})"), 400,
+                    "missing_required_parameter");
+  EXPECT_EQ(TotalRequestsAtFakes(), 0u);
+  EXPECT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
+}
+
+TEST_F(GatewayTest, OversizedBodyIs413) {
+  Start(1, "  limits:\n    maxRequestBodyBytes: 4096\n");
+  std::string big = R"({"model":"test-model","messages":[{"role":"user","content":")" + std::string(8000, 'a') +
+                    "\"}]}";
+  ExpectOpenAiError(PostJson(port_, "/v1/chat/completions", big), 413, "request_too_large");
+  // Chunked uploads are cut off at the limit too.
+  std::string chunked = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 10; ++i) chunked += "3e8\r\n" + std::string(1000, 'a') + "\r\n";
+  chunked += "0\r\n\r\n";
+  EXPECT_THAT(testing::RawExchange(port_, chunked, std::chrono::seconds(5)), HasSubstr("413"));
+  EXPECT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
+  EXPECT_EQ(Metric("infergrid_client_errors_total{kind=\"body_too_large\"}"), 2);
+}
+
+TEST_F(GatewayTest, OversizedHeadersAre431) {
+  Start(1, "  limits:\n    maxRequestHeaderBytes: 2048\n");
+  auto r = PostJson(port_, "/v1/chat/completions", kChat, {{"x-junk", std::string(4000, 'h')}});
+  ExpectOpenAiError(r, 431, "request_header_fields_too_large");
+  EXPECT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
+}
+
+TEST_F(GatewayTest, SlowHeadersAre408) {
+  Start(1, "  timeouts:\n    requestHeaders: 300ms\n");
+  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
+  std::string got = testing::RawExchange(port_, req, std::chrono::seconds(5), 20, std::chrono::milliseconds(1500));
+  EXPECT_THAT(got, HasSubstr("HTTP/1.1 408"));
+  EXPECT_THAT(got, HasSubstr("\"code\":\"request_timeout\""));
+  EXPECT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
+}
+
+TEST_F(GatewayTest, UnknownPathIs404AndWrongMethodIs405) {
+  Start(1);
+  ExpectOpenAiError(Get(port_, "/v2/everything"), 404, "unknown_url");
+  auto r = Get(port_, "/v1/chat/completions");
+  ExpectOpenAiError(r, 405, "method_not_allowed");
+  EXPECT_EQ(r.headers.at("allow"), "POST");
+  r = PostJson(port_, "/v1/models", "{}");
+  ExpectOpenAiError(r, 405, "method_not_allowed");
+  EXPECT_EQ(r.headers.at("allow"), "GET, HEAD");
+}
+
+TEST_F(GatewayTest, UpstreamResetMidStreamEndsTheStreamWithAnErrorEvent) {
+  Start(1);
+  RequestSpec s;
+  s.method = "POST";
+  s.target = "/v1/chat/completions";
+  s.body = R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":8,"stream":true})";
+  s.headers["x-fake-reset-after"] = "2";
+  auto r = testing::Request(port_, s);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_THAT(r.body, HasSubstr("\"content\":\"tok \""));
+  EXPECT_THAT(r.body, HasSubstr("data: {\"error\":{"));
+  EXPECT_THAT(r.body, HasSubstr("\"code\":\"reset_mid_stream\""));
+  EXPECT_EQ(r.body.find("[DONE]"), std::string::npos);
+  EXPECT_TRUE(WaitFor([&] {
+    return Metric("infergrid_upstream_errors_total{endpoint=\"" + fakes_[0]->url() + "\",kind=\"reset_mid_stream\"}") == 1;
+  }));
+  EXPECT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
+}
+
+TEST_F(GatewayTest, ClientThatLeavesWhileWaitingCancelsUpstream) {
+  Start(1);
+  RequestSpec s;
+  s.method = "POST";
+  s.target = "/v1/chat/completions";
+  s.body = kChat;
+  s.headers["x-fake-delay-ms"] = "20000";
+  s.timeout = std::chrono::milliseconds(300);  // the client gives up and closes
+  auto r = testing::Request(port_, s);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(WaitFor([&] { return fakes_[0]->stats().cancelled == 1; }, std::chrono::seconds(5)));
+  EXPECT_TRUE(WaitFor([&] {
+    return Metric("infergrid_client_disconnects_total{phase=\"before_response\"}") == 1;
+  }));
+  EXPECT_TRUE(WaitFor([&] { return Metric("infergrid_endpoint_in_flight_requests{pool=\"main\",endpoint=\"" +
+                                          fakes_[0]->url() + "\"}") == 0; }));
+}
+
+TEST_F(GatewayTest, ClientThatLeavesMidStreamCancelsUpstream) {
+  Start(1);
+  RequestSpec s;
+  s.method = "POST";
+  s.target = "/v1/chat/completions";
+  s.body = R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":200,"stream":true})";
+  s.headers["x-fake-token-delay-ms"] = "50";
+  int pieces = 0;
+  s.on_piece = [&](const std::string&) { return ++pieces < 2; };
+  testing::Request(port_, s);
+  EXPECT_TRUE(WaitFor([&] { return fakes_[0]->stats().cancelled == 1; }, std::chrono::seconds(5)));
+  EXPECT_EQ(fakes_[0]->stats().completed, 0u);
+}
+
+TEST_F(GatewayTest, FirstByteTimeoutIs504AndCancelsUpstream) {
+  Start(1, "  timeouts:\n    firstByte: 300ms\n");
+  RequestSpec s;
+  s.method = "POST";
+  s.target = "/v1/chat/completions";
+  s.body = kChat;
+  s.headers["x-fake-hang"] = "1";
+  auto r = testing::Request(port_, s);
+  ExpectOpenAiError(r, 504, "first_byte_timeout");
+  EXPECT_TRUE(WaitFor([&] { return fakes_[0]->stats().cancelled == 1; }, std::chrono::seconds(5)));
+}
+
+TEST_F(GatewayTest, UnreachableEndpointIs502AndIsAvoidedAfterwards) {
+  // A port nothing listens on: bind one, note it, close it.
+  uint16_t dead;
+  {
+    http::asio::io_context io;
+    http::tcp::acceptor a(io, http::tcp::endpoint(http::asio::ip::make_address("127.0.0.1"), 0));
+    dead = a.local_endpoint().port();
+  }
+  std::string dead_url = "http://127.0.0.1:" + std::to_string(dead);
+  Start(0, "  endpointMetrics:\n    enabled: false\n", "", {dead_url});
+  auto r = PostJson(port_, "/v1/chat/completions", kChat);
+  ExpectOpenAiError(r, 502, "connect_failed");
+  EXPECT_EQ(Metric("infergrid_upstream_errors_total{endpoint=\"" + dead_url + "\",kind=\"connect_failed\"}"), 1);
+  // The only endpoint is now known unreachable: not ready, and requests fail fast with 503.
+  EXPECT_EQ(Get(port_, "/ready").status, 503);
+  EXPECT_EQ(Get(port_, "/health").status, 200);
+  ExpectOpenAiError(PostJson(port_, "/v1/chat/completions", kChat), 503, "no_endpoint_available");
+}
+
+TEST_F(GatewayTest, LeastLoadSpreadsConcurrentRequestsEvenly) {
+  Start(2);
+  std::vector<std::future<int>> done;
+  for (int i = 0; i < 8; ++i) {
+    done.push_back(std::async(std::launch::async, [&] {
+      return PostJson(port_, "/v1/chat/completions", kChat, {{"x-fake-delay-ms", "1500"}}).status;
+    }));
+  }
+  // Every request is in flight at once, so least-load must split them 4 and 4.
+  for (auto& d : done) EXPECT_EQ(d.get(), 200);
+  EXPECT_EQ(fakes_[0]->stats().requests, 4u);
+  EXPECT_EQ(fakes_[1]->stats().requests, 4u);
+}
+
+TEST_F(GatewayTest, RoundRobinProfileAlternates) {
+  Start(2,
+        "  schedulingProfiles:\n  - name: rr\n    picker: {name: round-robin}\n",
+        "    schedulingProfile: rr\n");
+  for (int i = 0; i < 6; ++i) ASSERT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
+  EXPECT_EQ(fakes_[0]->stats().requests, 3u);
+  EXPECT_EQ(fakes_[1]->stats().requests, 3u);
+  EXPECT_EQ(Metric("infergrid_routing_decisions_total{pool=\"main\",profile=\"rr\",endpoint=\"" + fakes_[0]->url() +
+                   "\"}"),
+            3);
+}
+
+TEST_F(GatewayTest, UpstreamConnectionsAreKeptAlive) {
+  Start(1, "  endpointMetrics:\n    enabled: false\n");  // scrapes use connections of their own
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
+  // Twenty requests over at most one pooled connection per gateway worker.
+  EXPECT_LE(fakes_[0]->stats().connections, 2u);
+  EXPECT_EQ(fakes_[0]->stats().requests, 20u);
+}
+
+TEST_F(GatewayTest, ScrapesVllmGaugesIntoItsOwnMetrics) {
+  Start(1, "  endpointMetrics:\n    interval: 50ms\n");
+  std::string running = "infergrid_endpoint_num_requests_running{pool=\"main\",endpoint=\"" + fakes_[0]->url() + "\"}";
+  std::string hits = "infergrid_endpoint_prefix_cache_hits{pool=\"main\",endpoint=\"" + fakes_[0]->url() + "\"}";
+  EXPECT_TRUE(WaitFor([&] { return Metric(hits) == 40; }));
+  // While a slow request runs, the scraped running gauge sees it.
+  auto slow = std::async(std::launch::async, [&] {
+    return PostJson(port_, "/v1/chat/completions", kChat, {{"x-fake-delay-ms", "1500"}}).status;
+  });
+  EXPECT_TRUE(WaitFor([&] { return Metric(running) == 1; }));
+  EXPECT_EQ(slow.get(), 200);
+  EXPECT_TRUE(WaitFor([&] { return Metric(running) == 0; }));
+  EXPECT_GE(Metric("infergrid_endpoint_scrapes_total{endpoint=\"" + fakes_[0]->url() + "\"}"), 2);
+}
+
+TEST_F(GatewayTest, ReadyAndHealth) {
+  Start(1);
+  EXPECT_EQ(Get(port_, "/health").status, 200);
+  EXPECT_EQ(Get(port_, "/ready").status, 200);
+  auto m = Get(port_, "/metrics");
+  EXPECT_EQ(m.status, 200);
+  EXPECT_THAT(m.headers.at("content-type"), HasSubstr("text/plain; version=0.0.4"));
+}
+
+TEST_F(GatewayTest, MetricsCountRequestsByPoolModelEndpointAndStatus) {
+  Start(1);
+  ASSERT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
+  ASSERT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
+  std::string key = "infergrid_requests_total{pool=\"main\",model=\"test-model\",endpoint=\"" + fakes_[0]->url() +
+                    "\",code=\"200\"}";
+  EXPECT_TRUE(WaitFor([&] { return Metric(key) == 2; }));
+  EXPECT_EQ(Metric("infergrid_time_to_first_byte_seconds_count{pool=\"main\",model=\"test-model\"}"), 2);
+  EXPECT_EQ(Metric("infergrid_request_duration_seconds_count{pool=\"main\",model=\"test-model\"}"), 2);
+}
+
+}  // namespace
+}  // namespace infergrid::gateway

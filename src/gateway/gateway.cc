@@ -141,10 +141,11 @@ Status Gateway::Start() {
   };
   server_ = std::make_unique<Server>(ios, std::move(so), [this](Exchange& ex) { return Handle(ex); });
   IG_RETURN_IF_ERROR(server_->Listen(cfg_.listen_host, cfg_.listen_port));
+  port_ = server_->port();
 
   std::vector<EndpointState*> eps;
   for (auto& e : endpoints_) eps.push_back(e.get());
-  scraper_ = std::make_unique<Scraper>(control_io_, cfg_.scrape, eps, &metrics_);
+  scraper_ = std::make_unique<Scraper>(*control_io_, cfg_.scrape, eps, &metrics_);
   scraper_->Start();
 
   for (auto& io : worker_ios_) {
@@ -154,8 +155,8 @@ Status Gateway::Start() {
     });
   }
   threads_.emplace_back([this] {
-    auto guard = asio::make_work_guard(control_io_);
-    control_io_.run();
+    auto guard = asio::make_work_guard(*control_io_);
+    control_io_->run();
   });
   log::Info("gateway listening on {}:{} with {} workers, {} pools, {} endpoints", cfg_.listen_host, server_->port(),
             n, pools_.size(), endpoints_.size());
@@ -168,10 +169,21 @@ void Gateway::Stop() {
   if (server_) server_->StopAccepting();
   if (scraper_) scraper_->Stop();
   for (auto& io : worker_ios_) io->stop();
-  control_io_.stop();
+  if (control_io_) control_io_->stop();
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
+  // Tear down in dependency order: sockets owned by long-lived objects go first, then the
+  // io_contexts (destroying suspended coroutines, whose leases still find their pools), then
+  // the pools.
+  server_.reset();
+  for (auto& worker : upstreams_) {
+    for (auto& pool : worker) pool->CloseIdle();
+  }
+  worker_ios_.clear();
+  upstreams_.clear();
+  control_io_.reset();
+  scraper_.reset();
 }
 
 awaitable<void> Gateway::RespondJson(Exchange& ex, int status, std::string body) {
@@ -242,11 +254,10 @@ awaitable<void> Gateway::Handle(Exchange& ex) {
                           "unknown_url");
     co_return;
   }
-  bool head_ok = method == bhttp::verb::head && route->method == bhttp::verb::get;
-  if (method != route->method && !head_ok) {
+  if (method != route->method) {
     metrics_.client_errors->With({"method_not_allowed"})->Inc();
     StringResponse res{bhttp::status::method_not_allowed, 11};
-    res.set(bhttp::field::allow, route->method == bhttp::verb::post ? "POST" : "GET, HEAD");
+    res.set(bhttp::field::allow, route->method == bhttp::verb::post ? "POST" : "GET");
     res.set(bhttp::field::content_type, "application/json");
     ApiError e;
     e.status = 405;

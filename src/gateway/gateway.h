@@ -30,8 +30,9 @@ class Gateway {
   ~Gateway();
 
   Status Start();
-  uint16_t port() const { return server_->port(); }
-  // Stops accepting and serving, and joins every thread. Idempotent.
+  uint16_t port() const { return port_; }
+  // Stops accepting and serving, joins every thread and tears down I/O state (pending
+  // requests are dropped). Idempotent.
   void Stop();
 
   metrics::Registry& registry() { return registry_; }
@@ -57,10 +58,11 @@ class Gateway {
 
   std::vector<std::unique_ptr<http::asio::io_context>> worker_ios_;
   std::vector<std::vector<std::unique_ptr<http::UpstreamPool>>> upstreams_;  // [worker][endpoint id]
-  http::asio::io_context control_io_;
+  std::unique_ptr<http::asio::io_context> control_io_ = std::make_unique<http::asio::io_context>(1);
   std::unique_ptr<http::Server> server_;
   std::unique_ptr<Scraper> scraper_;
   std::vector<std::thread> threads_;
+  uint16_t port_ = 0;
   bool stopped_ = false;
 };
 

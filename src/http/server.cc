@@ -106,10 +106,10 @@ struct Deadline {
 }  // namespace
 
 awaitable<void> Server::Serve(tcp::socket socket, size_t worker) {
-  open_connections_.fetch_add(1);
+  open_connections_->fetch_add(1);
   struct Counter {
-    std::atomic<uint64_t>& n;
-    ~Counter() { n.fetch_sub(1); }
+    std::shared_ptr<std::atomic<uint64_t>> n;
+    ~Counter() { n->fetch_sub(1); }
   } counter{open_connections_};
 
   beast::tcp_stream stream(std::move(socket));

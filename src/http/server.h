@@ -71,7 +71,7 @@ class Server {
   // Stops accepting; open connections finish their current request.
   void StopAccepting();
 
-  uint64_t open_connections() const { return open_connections_.load(); }
+  uint64_t open_connections() const { return open_connections_->load(); }
   uint64_t accepted_connections() const { return accepted_.load(); }
 
  private:
@@ -85,7 +85,9 @@ class Server {
   Handler handler_;
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
   uint16_t port_ = 0;
-  std::atomic<uint64_t> open_connections_{0};
+  // Shared with connection coroutines, whose frames may be destroyed after the server (when
+  // their io_context is torn down).
+  std::shared_ptr<std::atomic<uint64_t>> open_connections_ = std::make_shared<std::atomic<uint64_t>>(0);
   std::atomic<uint64_t> accepted_{0};
 };
 

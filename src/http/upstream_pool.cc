@@ -117,6 +117,11 @@ void UpstreamPool::Return(std::unique_ptr<beast::tcp_stream> stream, bool reusab
   WakeOne();
 }
 
+void UpstreamPool::CloseIdle() {
+  open_ -= static_cast<uint32_t>(idle_.size());
+  idle_.clear();
+}
+
 void UpstreamPool::WakeOne() {
   while (!waiters_.empty()) {
     auto t = waiters_.front();

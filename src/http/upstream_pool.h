@@ -65,6 +65,9 @@ class UpstreamPool {
   // `connect_timeout`). `fresh` skips the idle set.
   awaitable<AcquireResult> Acquire(Duration connect_timeout, bool fresh = false);
 
+  // Closes every idle connection (before the io_context goes away).
+  void CloseIdle();
+
   uint32_t open() const { return open_; }
   size_t idle() const { return idle_.size(); }
 

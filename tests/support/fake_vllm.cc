@@ -16,28 +16,33 @@ FakeVllm::~FakeVllm() { Stop(); }
 Status FakeVllm::Start() {
   ServerOptions so;
   so.idle_timeout = std::chrono::seconds(120);
-  server_ = std::make_unique<Server>(std::vector<asio::io_context*>{&io_}, so,
+  server_ = std::make_unique<Server>(std::vector<asio::io_context*>{io_.get()}, so,
                                      [this](Exchange& ex) { return Handle(ex); });
   IG_RETURN_IF_ERROR(server_->Listen(options_.host, options_.port));
+  port_ = server_->port();
   thread_ = std::thread([this] {
-    auto guard = asio::make_work_guard(io_);
-    io_.run();
+    auto guard = asio::make_work_guard(*io_);
+    io_->run();
   });
   return Status::Ok();
 }
 
 void FakeVllm::Stop() {
-  io_.stop();
+  if (!io_) return;
+  io_->stop();
   if (thread_.joinable()) thread_.join();
+  // Acceptors first, then the io_context (destroying suspended handlers, which may still
+  // touch active_).
+  connections_at_stop_ = server_ ? server_->accepted_connections() : 0;
+  server_.reset();
+  io_.reset();
 }
-
-uint16_t FakeVllm::port() const { return server_ ? server_->port() : 0; }
 
 FakeVllmStats FakeVllm::stats() const {
   std::lock_guard lock(mu_);
   FakeVllmStats s = stats_;
   s.active = active_.load();
-  s.connections = server_ ? server_->accepted_connections() : 0;
+  s.connections = server_ ? server_->accepted_connections() : connections_at_stop_;
   return s;
 }
 

@@ -43,7 +43,7 @@ class FakeVllm {
   ~FakeVllm();
   Status Start();
   void Stop();
-  uint16_t port() const;
+  uint16_t port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port()); }
   FakeVllmStats stats() const;
 
@@ -51,12 +51,14 @@ class FakeVllm {
   http::awaitable<void> Handle(http::Exchange& ex);
   http::awaitable<void> Complete(http::Exchange& ex, bool chat);
   FakeVllmOptions options_;
-  http::asio::io_context io_{1};
+  std::unique_ptr<http::asio::io_context> io_ = std::make_unique<http::asio::io_context>(1);
   std::unique_ptr<http::Server> server_;
   std::thread thread_;
   mutable std::mutex mu_;
   FakeVllmStats stats_;
   std::atomic<int64_t> active_{0};
+  uint16_t port_ = 0;
+  uint64_t connections_at_stop_ = 0;
 };
 
 }  // namespace infergrid::testing

@@ -125,6 +125,7 @@ Status Gateway::Start() {
   so.max_body_bytes = cfg_.limits.max_request_body_bytes;
   so.header_timeout = cfg_.timeouts.request_headers;
   so.idle_timeout = cfg_.timeouts.client_idle;
+  so.write_timeout = cfg_.timeouts.idle;
   so.error_body = [](int status, const std::string& message, const std::string& code) {
     ApiError e;
     e.status = status;
@@ -136,6 +137,8 @@ Status Gateway::Start() {
     const char* name = kind == ProtocolError::kHeadersTooLarge ? "headers_too_large"
                        : kind == ProtocolError::kBodyTooLarge  ? "body_too_large"
                        : kind == ProtocolError::kHeaderTimeout ? "request_timeout"
+                       : kind == ProtocolError::kBodyTimeout   ? "body_timeout"
+                       : kind == ProtocolError::kHandlerException ? "internal_error"
                                                                : "bad_http";
     metrics_.client_errors->With({name})->Inc();
   };
@@ -190,9 +193,7 @@ awaitable<void> Gateway::RespondJson(Exchange& ex, int status, std::string body)
   StringResponse res{static_cast<bhttp::status>(status), 11};
   res.set(bhttp::field::content_type, "application/json");
   res.body() = std::move(body);
-  ex.stream().expires_after(cfg_.timeouts.idle);
   co_await ex.Respond(std::move(res));
-  ex.stream().expires_never();
 }
 
 awaitable<void> Gateway::RespondError(Exchange& ex, int status, const std::string& message, const std::string& type,
@@ -218,7 +219,7 @@ std::string Gateway::ModelsJson() const {
       }
     }
   }
-  return json{{"object", "list"}, {"data", data}}.dump();
+  return json{{"object", "list"}, {"data", data}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 bool Gateway::Ready() const {
@@ -318,10 +319,16 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api, std::chrono:
   metrics_.decisions->With({info.pool, pool->profile_name(), ep->url()})->Inc();
 
   UpstreamPool& up = *upstreams_[ex.worker()][ep->id()];
-  ProxyOutcome out = co_await Forward(ex, up, proxy_options_, start, [&] {
-    metrics_.retries->With({ep->url()})->Inc();
-  });
-  ep->OnFinish(info.prompt_tokens_estimate);
+  ProxyOutcome out;
+  {
+    // Released on every path, also if the connection's coroutine is torn down mid-request.
+    struct InFlight {
+      EndpointState* ep;
+      uint32_t tokens;
+      ~InFlight() { ep->OnFinish(tokens); }
+    } in_flight{ep, info.prompt_tokens_estimate};
+    out = co_await Forward(ex, up, proxy_options_, start, [&] { metrics_.retries->With({ep->url()})->Inc(); });
+  }
 
   if (!out.error.empty()) {
     metrics_.upstream_errors->With({ep->url(), out.error})->Inc();

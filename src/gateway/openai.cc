@@ -11,7 +11,8 @@ std::string ErrorJson(const ApiError& e) {
               {"type", e.type},
               {"param", e.param.empty() ? json(nullptr) : json(e.param)},
               {"code", e.code.empty() ? json(nullptr) : json(e.code)}};
-  return json{{"error", err}}.dump();
+  // Messages may quote client input; never throw on bytes that are not UTF-8.
+  return json{{"error", err}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 uint32_t EstimateTokens(std::string_view text) { return static_cast<uint32_t>((text.size() + 3) / 4); }

@@ -26,6 +26,7 @@ bool IsHopByHop(bhttp::field f, std::string_view name) {
     case bhttp::field::transfer_encoding:
     case bhttp::field::upgrade:
     case bhttp::field::content_length:
+    case bhttp::field::expect:  // the gateway already answered 100-continue and read the body
       return true;
     default:
       return false;
@@ -43,6 +44,8 @@ struct Watch {
 
 awaitable<void> WatchClient(tcp::socket& client, std::shared_ptr<Watch> w) {
   while (true) {
+    // The proxy may have finished before this coroutine first ran.
+    if (w->done) co_return;
     error_code ec;
     co_await client.async_wait(tcp::socket::wait_read, with_ec(ec));
     if (w->done) co_return;  // the proxy finished; `client` may be gone, touch nothing
@@ -76,9 +79,7 @@ awaitable<void> SendError(Exchange& ex, int status, const std::string& message, 
   StringResponse res{static_cast<bhttp::status>(status), 11};
   res.set(bhttp::field::content_type, "application/json");
   res.body() = ErrorJson(e);
-  ex.stream().expires_after(std::chrono::seconds(10));
   co_await ex.Respond(std::move(res));
-  ex.stream().expires_never();
 }
 
 }  // namespace
@@ -136,11 +137,14 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
     up.expires_after(options.first_byte);
     co_await bhttp::async_write(up, req, with_ec(ec));
     if (!ec) {
-      parser_slot.emplace();
-      parser_slot->body_limit(boost::none);
-      parser_slot->eager(true);
       upbuf.clear();
-      co_await bhttp::async_read_header(up, upbuf, *parser_slot, with_ec(ec));
+      // Interim 1xx responses are not relayed: read on to the final response.
+      do {
+        parser_slot.emplace();
+        parser_slot->body_limit(boost::none);
+        parser_slot->eager(true);
+        co_await bhttp::async_read_header(up, upbuf, *parser_slot, with_ec(ec));
+      } while (!ec && parser_slot->get().result_int() / 100 == 1);
     }
     if (watch->client_gone) {
       out.client_gone = true;
@@ -179,13 +183,22 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
   for (const auto& f : upres) {
     if (!IsHopByHop(f.name(), f.name_string())) head.insert(f.name_string(), f.value());
   }
-  bool chunked = parser.chunked() || !parser.content_length();
-  bool has_body = !parser.is_done() || chunked;
-  if (chunked) {
-    head.chunked(true);
-  } else {
+  // Framing towards the client: keep a known length; otherwise chunked for HTTP/1.1 clients,
+  // and for HTTP/1.0 clients the raw body ended by closing the connection. Bodiless
+  // responses (204, 304, a complete empty body) get no chunked framing.
+  bool has_body = !parser.is_done();
+  bool chunked = false;
+  bool close_delimited = false;
+  if (parser.content_length() && !parser.chunked()) {
     head.content_length(*parser.content_length());
+  } else if (has_body && ex.client_version() >= 11) {
+    head.chunked(true);
+    chunked = true;
+  } else if (has_body) {
+    close_delimited = true;
+    ex.close();
   }
+  head.version(ex.client_version() == 10 ? 10 : 11);
   bool is_sse = upres[bhttp::field::content_type].find("text/event-stream") != std::string_view::npos;
   head.keep_alive(ex.keep_alive());
   beast::tcp_stream& down = ex.stream();
@@ -259,9 +272,14 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
     co_return out;
   }
   if (chunked) co_await asio::async_write(down, bhttp::make_chunk_last(), with_ec(wec));
+  if (close_delimited) {
+    error_code ignored;
+    down.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
   down.expires_never();
   if (wec) out.client_gone = true;
-  lease.Release(parser.is_done() && parser.keep_alive());
+  // Reusable only if the response ended cleanly and nothing unasked-for followed it.
+  lease.Release(parser.is_done() && parser.keep_alive() && upbuf.size() == 0);
   co_return out;
 }
 

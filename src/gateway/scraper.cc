@@ -67,15 +67,21 @@ awaitable<void> Scraper::ScrapeOnce(EndpointState* e) {
   metrics_->scrapes->With({e->url()})->Inc();
   auto fail = [&](const char* reason) { metrics_->scrape_failures->With({e->url(), reason})->Inc(); };
   beast::tcp_stream stream(io_);
-  tcp::resolver resolver(io_);
   error_code ec;
-  auto results = co_await resolver.async_resolve(e->target().host, std::to_string(e->target().port), with_ec(ec));
-  if (ec) {
-    fail("resolve");
-    co_return;
+  std::vector<tcp::endpoint> targets;
+  if (auto literal = LiteralEndpoint(e->target())) {
+    targets.push_back(*literal);
+  } else {
+    tcp::resolver resolver(io_);
+    auto results = co_await resolver.async_resolve(e->target().host, std::to_string(e->target().port), with_ec(ec));
+    if (ec) {
+      fail("resolve");
+      co_return;
+    }
+    for (const auto& r : results) targets.push_back(r.endpoint());
   }
   stream.expires_after(cfg_.timeout);
-  co_await stream.async_connect(results, with_ec(ec));
+  co_await stream.async_connect(targets, with_ec(ec));
   if (ec) {
     fail(ec == beast::error::timeout ? "timeout" : "connect");
     e->SetReachable(false);

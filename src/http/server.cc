@@ -9,10 +9,13 @@
 namespace infergrid::http {
 
 awaitable<error_code> Exchange::Respond(StringResponse response) {
+  response.version(client_version_ == 10 ? 10 : 11);
   response.keep_alive(keep_alive());
   response.prepare_payload();
   error_code ec;
+  stream_.expires_after(write_timeout_);
   co_await bhttp::async_write(stream_, response, with_ec(ec));
+  stream_.expires_never();
   co_return ec;
 }
 
@@ -72,7 +75,11 @@ awaitable<void> Server::Accept(tcp::acceptor& acceptor, size_t worker) {
     tcp::socket socket = co_await acceptor.async_accept(with_ec(ec));
     if (ec) {
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+      // Out of descriptors and the like: back off rather than spin.
       log::Warn("accept failed: {}", ec.message());
+      asio::steady_timer backoff(acceptor.get_executor());
+      backoff.expires_after(std::chrono::milliseconds(100));
+      co_await backoff.async_wait(with_ec(ec));
       continue;
     }
     socket.set_option(tcp::no_delay(true), ec);
@@ -100,9 +107,29 @@ namespace {
 // so the server can still answer 408. Shared so a late timer callback never dangles.
 struct Deadline {
   explicit Deadline(asio::any_io_executor ex) : timer(ex) {}
+  // Disarms: a handler already queued (the timer fired in the same turn as the operation
+  // completed) will see inactive and touch nothing.
+  void Cancel() {
+    active = false;
+    timer.cancel();
+  }
   asio::steady_timer timer;
+  bool active = true;
   bool fired = false;
 };
+
+std::shared_ptr<Deadline> Arm(beast::tcp_stream& stream, Duration after) {
+  auto d = std::make_shared<Deadline>(stream.get_executor());
+  d->timer.expires_after(after);
+  beast::tcp_stream* sp = &stream;
+  d->timer.async_wait([d, sp](error_code ec) {
+    if (ec || !d->active) return;  // disarmed: the stream may be gone, touch nothing
+    d->fired = true;
+    error_code ignored;
+    sp->socket().cancel(ignored);
+  });
+  return d;
+}
 }  // namespace
 
 awaitable<void> Server::Serve(tcp::socket socket, size_t worker) {
@@ -119,9 +146,10 @@ awaitable<void> Server::Serve(tcp::socket socket, size_t worker) {
     error_code ec;
     // Keep-alive: wait for the next request's first byte without a header deadline.
     if (!first && buffer.size() == 0) {
-      stream.expires_after(options_.idle_timeout);
+      auto idle = Arm(stream, options_.idle_timeout);
       co_await stream.socket().async_wait(tcp::socket::wait_read, with_ec(ec));
-      if (ec) co_return;
+      idle->Cancel();
+      if (ec) co_return;  // closed by the client, or idle too long
     }
     first = false;
 
@@ -129,19 +157,11 @@ awaitable<void> Server::Serve(tcp::socket socket, size_t worker) {
     parser.header_limit(options_.max_header_bytes);
     parser.body_limit(options_.max_body_bytes);
 
-    auto deadline = std::make_shared<Deadline>(stream.get_executor());
-    deadline->timer.expires_after(options_.header_timeout);
-    beast::tcp_stream* sp = &stream;
-    deadline->timer.async_wait([deadline, sp](error_code tec) {
-      if (tec) return;
-      deadline->fired = true;
-      error_code ignored;
-      sp->socket().cancel(ignored);
-    });
     stream.expires_never();
+    auto deadline = Arm(stream, options_.header_timeout);
     co_await bhttp::async_read_header(stream, buffer, parser, with_ec(ec));
     if (ec) {
-      deadline->timer.cancel();
+      deadline->Cancel();
       if (deadline->fired) {
         co_await RespondProtocolError(stream, 408, "the request headers were not received in time",
                                       "request_timeout", ProtocolError::kHeaderTimeout);
@@ -158,7 +178,7 @@ awaitable<void> Server::Serve(tcp::socket socket, size_t worker) {
       }
       co_return;
     }
-    deadline->timer.cancel();
+    deadline->Cancel();
     // Reject an oversized declared body before reading it.
     if (auto len = parser.content_length(); len && *len > options_.max_body_bytes) {
       co_await RespondProtocolError(stream, 413, "the request body is larger than the limit", "request_too_large",
@@ -178,7 +198,8 @@ awaitable<void> Server::Serve(tcp::socket socket, size_t worker) {
         co_await RespondProtocolError(stream, 413, "the request body is larger than the limit",
                                       "request_too_large", ProtocolError::kBodyTooLarge);
       } else if (ec == beast::error::timeout) {
-        if (options_.on_protocol_error) options_.on_protocol_error(ProtocolError::kHeaderTimeout);
+        // tcp_stream closed the socket on expiry: nothing more can be sent.
+        if (options_.on_protocol_error) options_.on_protocol_error(ProtocolError::kBodyTimeout);
       } else if (ec != asio::error::eof && ec != asio::error::connection_reset) {
         co_await RespondProtocolError(stream, 400, "malformed HTTP request body: " + ec.message(), "bad_request",
                                       ProtocolError::kBadRequest);
@@ -188,8 +209,19 @@ awaitable<void> Server::Serve(tcp::socket socket, size_t worker) {
     stream.expires_never();
 
     StringRequest request = parser.release();
-    Exchange exchange(stream, request, worker);
-    co_await handler_(exchange);
+    Exchange exchange(stream, request, worker, options_.write_timeout);
+    bool threw = false;
+    try {
+      co_await handler_(exchange);
+    } catch (const std::exception& e) {
+      // Handlers must not throw; if one does, this connection ends but the server goes on.
+      log::Error("request handler threw: {}", e.what());
+      threw = true;
+    }
+    if (threw) {
+      if (options_.on_protocol_error) options_.on_protocol_error(ProtocolError::kHandlerException);
+      co_return;
+    }
     if (!exchange.keep_alive() || !stream.socket().is_open()) {
       stream.socket().shutdown(tcp::socket::shutdown_send, ec);
       co_return;

@@ -22,30 +22,46 @@ namespace infergrid::http {
 // One request and its connection, handed to the handler.
 class Exchange {
  public:
-  Exchange(beast::tcp_stream& stream, StringRequest& request, size_t worker)
-      : stream_(stream), request_(request), worker_(worker) {}
+  Exchange(beast::tcp_stream& stream, StringRequest& request, size_t worker, Duration write_timeout)
+      : stream_(stream), request_(request), worker_(worker), write_timeout_(write_timeout),
+        client_keep_alive_(request.keep_alive()), client_version_(request.version()) {}
   // The index of the worker thread serving this connection (for worker-local state).
   size_t worker() const { return worker_; }
   StringRequest& request() { return request_; }
   beast::tcp_stream& stream() { return stream_; }
 
-  // Writes a complete response. Sets keep-alive from the request unless close() was called.
+  // Writes a complete response within the write timeout. Sets keep-alive from the request
+  // unless close() was called.
   awaitable<error_code> Respond(StringResponse response);
 
-  // Whether the connection may serve another request after this one.
-  bool keep_alive() const { return keep_alive_ && request_.keep_alive(); }
+  // Whether the connection may serve another request after this one: what the client asked
+  // for when the request arrived (a handler may rewrite the request's own headers).
+  bool keep_alive() const { return keep_alive_ && client_keep_alive_; }
   void close() { keep_alive_ = false; }
+  // The client's HTTP version: 10 or 11.
+  unsigned client_version() const { return client_version_; }
+  Duration write_timeout() const { return write_timeout_; }
 
  private:
   beast::tcp_stream& stream_;
   StringRequest& request_;
   size_t worker_;
+  Duration write_timeout_;
+  bool client_keep_alive_;
+  unsigned client_version_;
   bool keep_alive_ = true;
 };
 
 using Handler = std::function<awaitable<void>(Exchange&)>;
 
-enum class ProtocolError { kHeadersTooLarge, kBodyTooLarge, kHeaderTimeout, kBadRequest };
+enum class ProtocolError {
+  kHeadersTooLarge,
+  kBodyTooLarge,
+  kHeaderTimeout,
+  kBodyTimeout,
+  kBadRequest,
+  kHandlerException,  // a bug: the handler threw; the connection was closed
+};
 
 struct ServerOptions {
   uint32_t max_header_bytes = 32 << 10;
@@ -53,6 +69,7 @@ struct ServerOptions {
   Duration header_timeout = std::chrono::seconds(10);  // from first byte (or accept) to full headers
   Duration body_timeout = std::chrono::seconds(60);    // to receive the whole body
   Duration idle_timeout = std::chrono::seconds(60);    // keep-alive wait for the next request
+  Duration write_timeout = std::chrono::seconds(60);   // to write one response (Exchange::Respond)
   // Renders the body of a protocol error response (status, message, code). Default: plain JSON.
   std::function<std::string(int, const std::string&, const std::string&)> error_body;
   std::function<void(ProtocolError)> on_protocol_error;

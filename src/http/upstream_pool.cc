@@ -78,20 +78,32 @@ awaitable<AcquireResult> UpstreamPool::Acquire(Duration connect_timeout, bool fr
     waiters_.push_back(timer);
     error_code ec;
     co_await timer->async_wait(with_ec(ec));  // cancelled by a release: try again
+    std::erase(waiters_, timer);
   }
 
   ++open_;
   auto stream = std::make_unique<beast::tcp_stream>(ex_);
-  tcp::resolver resolver(ex_);
   error_code ec;
-  auto results = co_await resolver.async_resolve(target_.host, std::to_string(target_.port), with_ec(ec));
-  if (ec) {
-    --open_;
-    WakeOne();
-    co_return AcquireResult{{}, AcquireError::kResolveFailed, "cannot resolve " + target_.host + ": " + ec.message()};
+  if (resolved_.empty()) {
+    // Literal addresses need no lookup; names are resolved once and kept until a connect
+    // fails, so a slow resolver is not on every new connection's path.
+    if (auto literal = LiteralEndpoint(target_)) {
+      resolved_.push_back(*literal);
+    } else {
+      tcp::resolver resolver(ex_);
+      auto results = co_await resolver.async_resolve(target_.host, std::to_string(target_.port), with_ec(ec));
+      if (ec) {
+        --open_;
+        WakeOne();
+        co_return AcquireResult{{}, AcquireError::kResolveFailed,
+                                "cannot resolve " + target_.host + ": " + ec.message()};
+      }
+      for (const auto& r : results) resolved_.push_back(r.endpoint());
+    }
   }
   stream->expires_at(deadline);
-  co_await stream->async_connect(results, with_ec(ec));
+  co_await stream->async_connect(resolved_, with_ec(ec));
+  if (ec && !LiteralEndpoint(target_)) resolved_.clear();  // look the name up again next time
   if (ec) {
     --open_;
     WakeOne();
@@ -120,6 +132,8 @@ void UpstreamPool::Return(std::unique_ptr<beast::tcp_stream> stream, bool reusab
 void UpstreamPool::CloseIdle() {
   open_ -= static_cast<uint32_t>(idle_.size());
   idle_.clear();
+  for (auto& w : waiters_) w->cancel();
+  waiters_.clear();
 }
 
 void UpstreamPool::WakeOne() {

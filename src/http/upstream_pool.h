@@ -86,6 +86,7 @@ class UpstreamPool {
   std::vector<Idle> idle_;  // LIFO: the most recently used is warmest
   uint32_t open_ = 0;
   std::deque<std::shared_ptr<asio::steady_timer>> waiters_;
+  std::vector<tcp::endpoint> resolved_;
 };
 
 }  // namespace infergrid::http

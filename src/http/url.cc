@@ -14,4 +14,11 @@ Result<HostPort> ParseHttpUrl(const std::string& url) {
   return HostPort{hp->first, hp->second};
 }
 
+std::optional<tcp::endpoint> LiteralEndpoint(const HostPort& hp) {
+  error_code ec;
+  auto addr = asio::ip::make_address(hp.host, ec);
+  if (ec) return std::nullopt;
+  return tcp::endpoint(addr, hp.port);
+}
+
 }  // namespace infergrid::http

@@ -227,6 +227,47 @@ TEST_F(GatewayTest, SlowHeadersAre408) {
   EXPECT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
 }
 
+TEST_F(GatewayTest, ConnectionCloseAndHttp10AreHonoured) {
+  Start(1);
+  std::string body = R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true})";
+  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\n\r\n" + body;
+  auto t0 = std::chrono::steady_clock::now();
+  std::string got = testing::RawExchange(port_, req, std::chrono::seconds(20));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));  // the server closed
+  EXPECT_THAT(got, HasSubstr("Connection: close"));
+  EXPECT_THAT(got, HasSubstr("data: [DONE]"));
+  // An HTTP/1.0 client cannot read chunked framing: it gets the raw stream, ended by close.
+  req = "POST /v1/chat/completions HTTP/1.0\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+        "\r\n\r\n" + body;
+  got = testing::RawExchange(port_, req, std::chrono::seconds(20));
+  EXPECT_THAT(got, HasSubstr("HTTP/1.0 200"));
+  EXPECT_THAT(got, ::testing::Not(HasSubstr("chunked")));
+  EXPECT_THAT(got, HasSubstr("\n\ndata: [DONE]\n\n"));
+}
+
+TEST_F(GatewayTest, ExpectContinueIsAnsweredOnceAndNotForwarded) {
+  Start(1);
+  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nConnection: close\r\n"
+                    "Content-Length: " + std::to_string(kChat.size()) + "\r\n\r\n" + kChat;
+  std::string got = testing::RawExchange(port_, req, std::chrono::seconds(20));
+  EXPECT_EQ(got.find("HTTP/1.1 100 Continue"), 0u) << got;
+  EXPECT_EQ(got.find("HTTP/1.1 100", 5), std::string::npos) << got;  // not relayed a second time
+  EXPECT_THAT(got, HasSubstr("HTTP/1.1 200"));
+  EXPECT_EQ(fakes_[0]->stats().last_body, kChat);
+  EXPECT_TRUE(fakes_[0]->stats().last_expect.empty());
+}
+
+TEST_F(GatewayTest, IdleClientConnectionsAreClosed) {
+  Start(1, "  timeouts:\n    clientIdle: 200ms\n");
+  std::string req = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";  // keep-alive by default
+  auto t0 = std::chrono::steady_clock::now();
+  std::string got = testing::RawExchange(port_, req, std::chrono::seconds(20));
+  // The server, not our 20 s deadline, ended the exchange.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_THAT(got, HasSubstr("HTTP/1.1 200"));
+}
+
 TEST_F(GatewayTest, UnknownPathIs404AndWrongMethodIs405) {
   Start(1);
   ExpectOpenAiError(Get(port_, "/v2/everything"), 404, "unknown_url");

@@ -141,6 +141,7 @@ awaitable<void> FakeVllm::Complete(Exchange& ex, bool chat) {
     stats_.requests++;
     stats_.last_body = req.body();
     stats_.last_session_header = std::string(req["x-session-id"]);
+    stats_.last_expect = std::string(req[bhttp::field::expect]);
   }
   active_.fetch_add(1);
   struct Active {

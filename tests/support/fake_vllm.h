@@ -35,6 +35,7 @@ struct FakeVllmStats {
   uint64_t connections = 0;
   std::string last_body;
   std::string last_session_header;
+  std::string last_expect;  // the Expect header of the last completion request
 };
 
 class FakeVllm {

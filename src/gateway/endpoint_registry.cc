@@ -70,6 +70,7 @@ PoolState::Pick PoolState::Schedule(const RequestInfo& req) {
     return pick;
   }
   pick.endpoint = endpoints_[*d.endpoint];
+  pick.index = *d.endpoint;
   pick.endpoint->OnStart(req.prompt_tokens_estimate);
   return pick;
 }

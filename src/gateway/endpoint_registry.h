@@ -85,6 +85,7 @@ class PoolState {
 
   struct Pick {
     EndpointState* endpoint = nullptr;
+    size_t index = 0;  // the endpoint's position in the pool
     std::string reason;
     bool used_stale_metrics = false;  // some candidate's metrics were missing or stale
   };

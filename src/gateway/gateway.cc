@@ -42,8 +42,19 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
                                                     g->cfg_.scrape.stale_after));
     PoolState* ps = g->pools_.back().get();
     for (const auto& m : pool_cfg.models) {
-      g->pool_by_model_[m.name] = ps;
-      for (const auto& a : m.aliases) g->pool_by_model_[a] = ps;
+      std::vector<std::string> names = m.aliases;
+      names.insert(names.begin(), m.name);
+      for (const auto& name : names) {
+        ModelRoute r;
+        r.pool = ps;
+        r.ttft = g->metrics_.ttft->With({pool_cfg.name, name});
+        r.e2e = g->metrics_.e2e->With({pool_cfg.name, name});
+        for (const auto* e : ps->endpoints()) {
+          r.decisions.push_back(g->metrics_.decisions->With({pool_cfg.name, profile->name, e->url()}));
+          r.ok.push_back(g->metrics_.requests->With({pool_cfg.name, name, e->url(), "200"}));
+        }
+        g->routes_[name] = std::move(r);
+      }
     }
   }
 
@@ -119,6 +130,9 @@ Status Gateway::Start() {
       pools.push_back(std::make_unique<UpstreamPool>(worker_ios_.back()->get_executor(), e->target(), po));
     }
     upstreams_.push_back(std::move(pools));
+    watches_.push_back(std::make_unique<ClientWatchList>(worker_ios_.back()->get_executor(),
+                                                         std::chrono::milliseconds(50)));
+    watches_.back()->Start();
   }
   ServerOptions so;
   so.max_header_bytes = cfg_.limits.max_request_header_bytes;
@@ -183,8 +197,10 @@ void Gateway::Stop() {
   for (auto& worker : upstreams_) {
     for (auto& pool : worker) pool->CloseIdle();
   }
+  for (auto& w : watches_) w->Stop();
   worker_ios_.clear();
   upstreams_.clear();
+  watches_.clear();
   control_io_.reset();
   scraper_.reset();
 }
@@ -298,14 +314,15 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api, std::chrono:
     co_return;
   }
   RequestInfo info = std::move(std::get<RequestInfo>(parsed));
-  auto it = pool_by_model_.find(info.model);
-  if (it == pool_by_model_.end()) {
+  auto it = routes_.find(info.model);
+  if (it == routes_.end()) {
     metrics_.client_errors->With({"model_not_found"})->Inc();
     co_await RespondError(ex, 404, "The model '" + info.model + "' does not exist or is not served by this gateway.",
                           "invalid_request_error", "model", "model_not_found");
     co_return;
   }
-  PoolState* pool = it->second;
+  const ModelRoute& route = it->second;
+  PoolState* pool = route.pool;
   info.pool = pool->config().name;
   PoolState::Pick pick = pool->Schedule(info);
   if (pick.used_stale_metrics && cfg_.scrape.enabled) metrics_.stale_metrics->With({info.pool})->Inc();
@@ -316,7 +333,7 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api, std::chrono:
     co_return;
   }
   EndpointState* ep = pick.endpoint;
-  metrics_.decisions->With({info.pool, pool->profile_name(), ep->url()})->Inc();
+  route.decisions[pick.index]->Inc();
 
   UpstreamPool& up = *upstreams_[ex.worker()][ep->id()];
   ProxyOutcome out;
@@ -327,7 +344,8 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api, std::chrono:
       uint32_t tokens;
       ~InFlight() { ep->OnFinish(tokens); }
     } in_flight{ep, info.prompt_tokens_estimate};
-    out = co_await Forward(ex, up, proxy_options_, start, [&] { metrics_.retries->With({ep->url()})->Inc(); });
+    out = co_await Forward(ex, up, *watches_[ex.worker()], proxy_options_, start,
+                           [&] { metrics_.retries->With({ep->url()})->Inc(); });
   }
 
   if (!out.error.empty()) {
@@ -341,13 +359,17 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api, std::chrono:
   }
   double e2e = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (out.first_byte_seconds >= 0) {
-    metrics_.ttft->With({info.pool, info.model})->Observe(out.first_byte_seconds);
+    route.ttft->Observe(out.first_byte_seconds);
     ep->RecordTtft(out.first_byte_seconds);
   }
-  metrics_.e2e->With({info.pool, info.model})->Observe(e2e);
+  route.e2e->Observe(e2e);
   // 499: the client closed the connection before a status was sent (nginx's convention).
   int code = out.client_gone && !out.started ? 499 : out.status;
-  metrics_.requests->With({info.pool, info.model, ep->url(), std::to_string(code)})->Inc();
+  if (code == 200) {
+    route.ok[pick.index]->Inc();
+  } else {
+    metrics_.requests->With({info.pool, info.model, ep->url(), std::to_string(code)})->Inc();
+  }
   Completion c;
   c.ok = out.error.empty() && !out.client_gone && out.status >= 200 && out.status < 300;
   c.ttft_seconds = out.first_byte_seconds;

@@ -53,11 +53,21 @@ class Gateway {
   ProxyOptions proxy_options_;
   std::vector<std::unique_ptr<EndpointState>> endpoints_;
   std::vector<std::unique_ptr<PoolState>> pools_;
-  std::unordered_map<std::string, PoolState*> pool_by_model_;
+  // What a model name (or alias) routes to, with its metric children resolved once so the
+  // request path does no label lookups on success.
+  struct ModelRoute {
+    PoolState* pool = nullptr;
+    metrics::Histogram* ttft = nullptr;
+    metrics::Histogram* e2e = nullptr;
+    std::vector<metrics::Counter*> decisions;  // per endpoint index
+    std::vector<metrics::Counter*> ok;         // per endpoint index: code 200
+  };
+  std::unordered_map<std::string, ModelRoute> routes_;
   int64_t created_unix_ = 0;
 
   std::vector<std::unique_ptr<http::asio::io_context>> worker_ios_;
   std::vector<std::vector<std::unique_ptr<http::UpstreamPool>>> upstreams_;  // [worker][endpoint id]
+  std::vector<std::unique_ptr<ClientWatchList>> watches_;                    // [worker]
   std::unique_ptr<http::asio::io_context> control_io_ = std::make_unique<http::asio::io_context>(1);
   std::unique_ptr<http::Server> server_;
   std::unique_ptr<Scraper> scraper_;

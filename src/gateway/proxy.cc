@@ -3,6 +3,8 @@
 #include <sys/socket.h>
 
 #include <array>
+#include <cstdio>
+#include <span>
 #include <memory>
 #include <optional>
 
@@ -33,22 +35,28 @@ bool IsHopByHop(bhttp::field f, std::string_view name) {
   }
 }
 
-// Watches the client's socket while the upstream works. On the client's close it cancels
-// the upstream request by closing that connection. Single-threaded with the proxy: all state
-// is touched on the worker's thread only.
-struct Watch {
+}  // namespace
+
+// One request under watch. All fields are touched on the worker's thread only.
+struct ClientWatchList::Entry {
+  http::tcp::socket* client = nullptr;  // valid while registered
+  std::chrono::steady_clock::time_point since;
+  bool watching = false;
   bool done = false;
   bool client_gone = false;
   beast::tcp_stream* upstream = nullptr;
 };
 
-awaitable<void> WatchClient(tcp::socket& client, std::shared_ptr<Watch> w) {
+namespace {
+
+awaitable<void> WatchClient(std::shared_ptr<ClientWatchList::Entry> w) {
   while (true) {
-    // The proxy may have finished before this coroutine first ran.
+    // The request may have finished before this coroutine ran; then the socket may be gone.
     if (w->done) co_return;
+    tcp::socket& client = *w->client;
     error_code ec;
     co_await client.async_wait(tcp::socket::wait_read, with_ec(ec));
-    if (w->done) co_return;  // the proxy finished; `client` may be gone, touch nothing
+    if (w->done) co_return;
     if (!ec) {
       char byte;
       ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -65,9 +73,110 @@ awaitable<void> WatchClient(tcp::socket& client, std::shared_ptr<Watch> w) {
   }
 }
 
+}  // namespace
+
+ClientWatchList::ClientWatchList(asio::any_io_executor ex, Duration delay) : ex_(std::move(ex)), delay_(delay) {}
+
+ClientWatchList::~ClientWatchList() { *stopped_ = true; }
+
+void ClientWatchList::Start() {
+  timer_ = std::make_unique<asio::steady_timer>(ex_);
+  asio::co_spawn(ex_, Sweep(), asio::detached);
+}
+
+void ClientWatchList::Stop() {
+  *stopped_ = true;
+  if (timer_) timer_->cancel();
+}
+
+awaitable<void> ClientWatchList::Sweep() {
+  auto stopped = stopped_;
+  while (!*stopped) {
+    timer_->expires_after(delay_ / 2);
+    error_code ec;
+    co_await timer_->async_wait(with_ec(ec));
+    if (*stopped) co_return;
+    auto now = std::chrono::steady_clock::now();
+    for (auto& e : entries_) {
+      if (!e->watching && now - e->since >= delay_) {
+        e->watching = true;
+        asio::co_spawn(ex_, WatchClient(e), asio::detached);
+      }
+    }
+  }
+}
+
+std::unique_ptr<ClientWatchList::Handle> ClientWatchList::Watch(tcp::socket& client) {
+  auto e = std::make_shared<Entry>();
+  e->client = &client;
+  e->since = std::chrono::steady_clock::now();
+  entries_.push_back(e);
+  return std::make_unique<Handle>(this, std::move(e));
+}
+
+ClientWatchList::Handle::~Handle() {
+  entry_->done = true;
+  entry_->upstream = nullptr;
+  if (entry_->watching) {
+    error_code ignored;
+    entry_->client->cancel(ignored);  // wakes the watcher, which sees done and exits
+  }
+  entry_->client = nullptr;
+  auto& v = list_->entries_;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == entry_) {
+      v[i] = v.back();
+      v.pop_back();
+      break;
+    }
+  }
+}
+
+namespace {
+
 bool Retryable(const error_code& ec) {
   return ec == asio::error::eof || ec == bhttp::error::end_of_stream || ec == asio::error::connection_reset ||
          ec == asio::error::broken_pipe || ec == bhttp::error::partial_message;
+}
+
+// The response head as HTTP/1.x text.
+std::string SerializeHead(const bhttp::response<bhttp::empty_body>& head) {
+  std::string out = head.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+  out += std::to_string(head.result_int());
+  out += ' ';
+  out += head.reason();
+  out += "\r\n";
+  for (const auto& f : head) {
+    out += f.name_string();
+    out += ": ";
+    out += f.value();
+    out += "\r\n";
+  }
+  out += "\r\n";
+  return out;
+}
+
+// Writes, in one gathered write: the head (if given), then `n` bytes of body framed as one
+// chunk when `chunked`, then the last chunk when `chunked && last`.
+awaitable<void> WriteOut(beast::tcp_stream& down, const std::string* head, bool chunked, const char* data, size_t n,
+                         bool last, error_code& ec) {
+  std::array<asio::const_buffer, 5> bufs;
+  size_t count = 0;
+  char size_line[24];
+  if (head) bufs[count++] = asio::buffer(*head);
+  if (chunked) {
+    if (n > 0) {
+      int len = std::snprintf(size_line, sizeof(size_line), "%zx\r\n", n);
+      bufs[count++] = asio::buffer(size_line, static_cast<size_t>(len));
+      bufs[count++] = asio::buffer(data, n);
+      bufs[count++] = asio::buffer("\r\n", 2);
+    }
+    if (last) bufs[count++] = asio::buffer("0\r\n\r\n", 5);
+  } else if (n > 0) {
+    bufs[count++] = asio::buffer(data, n);
+  }
+  if (count == 0) co_return;
+  co_await asio::async_write(down, std::span<const asio::const_buffer>(bufs.data(), count), with_ec(ec));
 }
 
 awaitable<void> SendError(Exchange& ex, int status, const std::string& message, const std::string& code) {
@@ -84,7 +193,7 @@ awaitable<void> SendError(Exchange& ex, int status, const std::string& message, 
 
 }  // namespace
 
-awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOptions& options,
+awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, ClientWatchList& watches, const ProxyOptions& options,
                                 std::chrono::steady_clock::time_point start, const std::function<void()>& on_retry) {
   ProxyOutcome out;
   StringRequest& req = ex.request();
@@ -100,19 +209,8 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
   req.keep_alive(true);
   req.prepare_payload();
 
-  auto watch = std::make_shared<Watch>();
-  tcp::socket& client = ex.stream().socket();
-  asio::co_spawn(client.get_executor(), WatchClient(client, watch), asio::detached);
-  struct StopWatching {
-    std::shared_ptr<Watch> w;
-    tcp::socket& client;
-    ~StopWatching() {
-      w->done = true;
-      w->upstream = nullptr;
-      error_code ignored;
-      client.cancel(ignored);
-    }
-  } stop_watching{watch, client};
+  auto watch_handle = watches.Watch(ex.stream().socket());
+  ClientWatchList::Entry* watch = &watch_handle->entry();
 
   Lease lease;
   beast::flat_buffer upbuf;
@@ -202,82 +300,84 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
   bool is_sse = upres[bhttp::field::content_type].find("text/event-stream") != std::string_view::npos;
   head.keep_alive(ex.keep_alive());
   beast::tcp_stream& down = ex.stream();
-  down.expires_after(options.idle);
-  bhttp::response_serializer<bhttp::empty_body> sr{head};
-  co_await bhttp::async_write_header(down, sr, with_ec(ec));
-  if (ec) {
-    out.client_gone = true;
-    co_return out;
-  }
-  out.started = true;
-
-  std::array<char, 16384> buf;
+  // The head goes out with the first piece of body (one write, one segment for a small
+  // response); with no body it goes out alone.
+  std::string head_text = SerializeHead(head);
+  bool head_sent = false;
+  std::vector<char>& buf = ex.scratch();
+  if (buf.size() < 16384) buf.resize(16384);
   bool upstream_ok = true;
-  while (has_body && !parser.is_done()) {
-    upres.body().data = buf.data();
-    upres.body().size = buf.size();
-    up.expires_after(options.idle);
-    co_await bhttp::async_read_some(up, upbuf, parser, with_ec(ec));
-    if (ec == bhttp::error::need_buffer) ec = {};
-    size_t n = buf.size() - upres.body().size;
-    if (n > 0) {
+  bool last = !has_body;
+  while (true) {
+    size_t n = 0;
+    if (!last) {
+      upres.body().data = buf.data();
+      upres.body().size = buf.size();
+      up.expires_after(options.idle);
+      co_await bhttp::async_read_some(up, upbuf, parser, with_ec(ec));
+      if (ec == bhttp::error::need_buffer) ec = {};
+      n = buf.size() - upres.body().size;
+      last = parser.is_done();
+    }
+    if (ec && watch->client_gone) {
+      out.client_gone = true;
+      co_return out;
+    }
+    if (ec && !head_sent) {
+      // Nothing has reached the client yet: it can still get a clean error response.
+      out.error = ec == beast::error::timeout ? "idle_timeout" : "reset_mid_stream";
+      out.status = ec == beast::error::timeout ? 504 : 502;
+      co_await SendError(ex, out.status, "the model server's response broke off: " + ec.message(), out.error);
+      co_return out;
+    }
+    if (n > 0 || (last && !ec) || !head_sent) {
+      if (n == 0 && !last && !ec) continue;  // a chunk header only; nothing to send yet
       error_code wec;
       down.expires_after(options.idle);
-      if (chunked) {
-        co_await asio::async_write(down, bhttp::make_chunk(asio::buffer(buf.data(), n)), with_ec(wec));
-      } else {
-        co_await asio::async_write(down, asio::buffer(buf.data(), n), with_ec(wec));
-      }
+      co_await WriteOut(down, head_sent ? nullptr : &head_text, chunked, buf.data(), n, last && !ec, wec);
+      head_sent = true;
+      out.started = true;
       if (wec) {
         out.client_gone = true;
         co_return out;  // the lease is dropped: the upstream connection closes, cancelling it
       }
     }
     if (ec) {
-      if (watch->client_gone) {
-        out.client_gone = true;
-        co_return out;
-      }
       upstream_ok = false;
       out.error = ec == beast::error::timeout ? "idle_timeout" : "reset_mid_stream";
       break;
     }
+    if (last) break;
   }
   watch->upstream = nullptr;
 
   error_code wec;
   down.expires_after(options.idle);
   if (!upstream_ok) {
-    if (chunked) {
+    if (chunked && is_sse) {
       // End the stream with an error event the OpenAI clients surface, then end it cleanly.
-      if (is_sse) {
-        ApiError e;
-        e.status = 502;
-        e.type = "upstream_error";
-        e.code = out.error;
-        e.message = out.error == "idle_timeout" ? "the model server stopped sending mid-stream"
-                                                : "the model server's connection was lost mid-stream";
-        std::string event = "data: " + ErrorJson(e) + "\n\n";
-        co_await asio::async_write(down, bhttp::make_chunk(asio::buffer(event)), with_ec(wec));
-        if (!wec) co_await asio::async_write(down, bhttp::make_chunk_last(), with_ec(wec));
-      }
-      // Otherwise a chunked body that ends without its last chunk tells the client it was cut.
-      ex.close();
-    } else {
-      ex.close();  // a short content-length body: closing is the only honest signal
+      ApiError e;
+      e.status = 502;
+      e.type = "upstream_error";
+      e.code = out.error;
+      e.message = out.error == "idle_timeout" ? "the model server stopped sending mid-stream"
+                                              : "the model server's connection was lost mid-stream";
+      std::string event = "data: " + ErrorJson(e) + "\n\n";
+      co_await WriteOut(down, nullptr, true, event.data(), event.size(), true, wec);
     }
+    // Otherwise a chunked body without its last chunk, or a short content-length body, and
+    // the close that follows, tell the client it was cut short.
+    ex.close();
     error_code ignored;
     down.socket().shutdown(tcp::socket::shutdown_send, ignored);
     lease.Release(false);
     co_return out;
   }
-  if (chunked) co_await asio::async_write(down, bhttp::make_chunk_last(), with_ec(wec));
   if (close_delimited) {
     error_code ignored;
     down.socket().shutdown(tcp::socket::shutdown_send, ignored);
   }
   down.expires_never();
-  if (wec) out.client_gone = true;
   // Reusable only if the response ended cleanly and nothing unasked-for followed it.
   lease.Release(parser.is_done() && parser.keep_alive() && upbuf.size() == 0);
   co_return out;

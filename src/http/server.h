@@ -22,9 +22,12 @@ namespace infergrid::http {
 // One request and its connection, handed to the handler.
 class Exchange {
  public:
-  Exchange(beast::tcp_stream& stream, StringRequest& request, size_t worker, Duration write_timeout)
+  Exchange(beast::tcp_stream& stream, StringRequest& request, size_t worker, Duration write_timeout,
+           std::vector<char>& scratch)
       : stream_(stream), request_(request), worker_(worker), write_timeout_(write_timeout),
-        client_keep_alive_(request.keep_alive()), client_version_(request.version()) {}
+        client_keep_alive_(request.keep_alive()), client_version_(request.version()), scratch_(scratch) {}
+  // A buffer owned by the connection, reused by each of its requests (e.g. for relaying).
+  std::vector<char>& scratch() { return scratch_; }
   // The index of the worker thread serving this connection (for worker-local state).
   size_t worker() const { return worker_; }
   StringRequest& request() { return request_; }
@@ -49,6 +52,7 @@ class Exchange {
   Duration write_timeout_;
   bool client_keep_alive_;
   unsigned client_version_;
+  std::vector<char>& scratch_;
   bool keep_alive_ = true;
 };
 

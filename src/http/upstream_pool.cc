@@ -62,7 +62,11 @@ awaitable<AcquireResult> UpstreamPool::Acquire(Duration connect_timeout, bool fr
     while (!fresh && !idle_.empty()) {
       Idle idle = std::move(idle_.back());
       idle_.pop_back();
-      if (now - idle.since < options_.idle_timeout && LooksAlive(*idle.stream)) {
+      // Under load a connection comes back within microseconds: skip the liveness probe (a
+      // syscall) then. After a pause the server may have closed it (uvicorn closes idle
+      // connections after 5 s), so probe; a close that races us is retried by the proxy.
+      bool recent = now - idle.since < std::chrono::milliseconds(500);
+      if (now - idle.since < options_.idle_timeout && (recent || LooksAlive(*idle.stream))) {
         co_return AcquireResult{Lease(this, std::move(idle.stream), true), AcquireError::kNone, ""};
       }
       --open_;

@@ -86,7 +86,9 @@ void ClientWatchList::Start() {
 
 void ClientWatchList::Stop() {
   *stopped_ = true;
-  if (timer_) timer_->cancel();
+  // The timer is an I/O object: it must go before its io_context does. The suspended sweep
+  // sees stopped_ and never touches it again.
+  timer_.reset();
 }
 
 awaitable<void> ClientWatchList::Sweep() {

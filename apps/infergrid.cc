@@ -3,10 +3,9 @@
 
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "common/log.h"
 #include "config/config.h"
@@ -24,8 +23,9 @@ Result<config::Gateway> LoadConfig(const std::string& path) {
   return g;
 }
 
-int RunGateway(const std::string& config_path, const std::string& model, const std::vector<std::string>& endpoints,
-               const std::string& listen, bool listen_given) {
+int RunGateway(const std::string& config_path, const std::string& model,
+               const std::vector<std::string>& endpoints, const std::string& listen,
+               bool listen_given) {
   Result<config::Gateway> cfg = Status::Error("");
   if (!config_path.empty()) {
     if (!model.empty() || !endpoints.empty()) {
@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
   gw->add_option("--config", config_path, "A v1 configuration file (kind: Gateway)");
   gw->add_option("--model", model, "Quick start: the model name the endpoints serve");
   gw->add_option("--endpoint", endpoints, "Quick start: a model server URL (repeatable)");
-  auto* listen_opt = gw->add_option("--listen", listen, "HOST:PORT to listen on (default 0.0.0.0:8000)");
+  auto* listen_opt =
+      gw->add_option("--listen", listen, "HOST:PORT to listen on (default 0.0.0.0:8000)");
 
   auto* cfg = app.add_subcommand("config", "Work with configuration files");
   cfg->require_subcommand(1);
@@ -111,8 +112,8 @@ int main(int argc, char** argv) {
     }
     size_t eps = 0;
     for (const auto& p : g->pools) eps += p.endpoints.size();
-    std::cout << validate_path << ": valid (" << g->pools.size() << " pools, " << eps << " endpoints, "
-              << g->profiles.size() << " scheduling profiles)\n";
+    std::cout << validate_path << ": valid (" << g->pools.size() << " pools, " << eps
+              << " endpoints, " << g->profiles.size() << " scheduling profiles)\n";
     return 0;
   }
   return 0;

@@ -15,9 +15,9 @@ struct RequestInfo {
   std::string pool;
   bool stream = false;
   uint32_t prompt_tokens_estimate = 0;
-  uint32_t max_tokens = 0;   // 0: not given
-  std::string session_key;   // x-session-id, prompt_cache_key or user; empty if none
-  std::string prompt_text;   // concatenated prompt or messages' content, for cache-aware scorers
+  uint32_t max_tokens = 0;  // 0: not given
+  std::string session_key;  // x-session-id, prompt_cache_key or user; empty if none
+  std::string prompt_text;  // concatenated prompt or messages' content, for cache-aware scorers
 };
 
 // How a request ended, reported to stateful scorers.

@@ -43,8 +43,8 @@ class Picker {
   virtual ~Picker() = default;
   virtual std::string_view name() const = 0;
   // Returns a position in `candidates`, or nullopt if it is empty.
-  virtual std::optional<size_t> Pick(std::span<const size_t> candidates, std::span<const double> scores,
-                                     std::mt19937_64& rng) = 0;
+  virtual std::optional<size_t> Pick(std::span<const size_t> candidates,
+                                     std::span<const double> scores, std::mt19937_64& rng) = 0;
 };
 
 }  // namespace infergrid

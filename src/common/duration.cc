@@ -1,9 +1,9 @@
 #include "common/duration.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace infergrid {
 
@@ -20,7 +20,8 @@ Result<Duration> ParseDuration(std::string_view text) {
   double value = 0;
   auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
   if (number.empty() || ec != std::errc() || ptr != number.data() + number.size()) {
-    return Status::Error(fmt::format("'{}' is not a duration; expected e.g. 500ms, 2s or 1m", text));
+    return Status::Error(
+        fmt::format("'{}' is not a duration; expected e.g. 500ms, 2s or 1m", text));
   }
   double scale = 0;
   if (unit == "ns") {

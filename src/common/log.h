@@ -1,9 +1,9 @@
 #pragma once
 // Minimal leveled logging to stderr. Thread-safe: each line is written with one call.
 
-#include <string_view>
-
 #include <fmt/format.h>
+
+#include <string_view>
 
 namespace infergrid::log {
 

@@ -30,8 +30,8 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : v_(std::move(value)) {}            // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {}     // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   const T& value() const& { return std::get<T>(v_); }
@@ -53,14 +53,15 @@ class Result {
 #define IG_CONCAT(a, b) IG_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function if `expr` (a Status) is an error.
-#define IG_RETURN_IF_ERROR(expr)            \
-  do {                                      \
+#define IG_RETURN_IF_ERROR(expr)             \
+  do {                                       \
     ::infergrid::Status ig_status_ = (expr); \
     if (!ig_status_.ok()) return ig_status_; \
   } while (0)
 
 // `lhs = value of expr` (a Result<T>), or returns its Status from the enclosing function.
-#define IG_ASSIGN_OR_RETURN(lhs, expr) IG_ASSIGN_OR_RETURN_IMPL(IG_CONCAT(ig_result_, __LINE__), lhs, expr)
+#define IG_ASSIGN_OR_RETURN(lhs, expr) \
+  IG_ASSIGN_OR_RETURN_IMPL(IG_CONCAT(ig_result_, __LINE__), lhs, expr)
 #define IG_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                             \
   if (!tmp.ok()) return tmp.status();            \

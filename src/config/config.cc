@@ -1,10 +1,10 @@
 #include "config/config.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "common/strings.h"
 #include "config/yaml_reader.h"
@@ -24,10 +24,12 @@ namespace {
 
 // http://host:port[/] only: the gateway adds the request path itself.
 Status CheckEndpointUrl(const std::string& url) {
-  if (!StartsWith(url, "http://")) return Status::Error("expected an http:// URL such as http://10.0.0.5:8000");
+  if (!StartsWith(url, "http://"))
+    return Status::Error("expected an http:// URL such as http://10.0.0.5:8000");
   std::string rest = url.substr(7);
   if (!rest.empty() && rest.back() == '/') rest.pop_back();
-  if (rest.find('/') != std::string::npos) return Status::Error("expected http://HOST:PORT with no path");
+  if (rest.find('/') != std::string::npos)
+    return Status::Error("expected http://HOST:PORT with no path");
   auto hp = ParseHostPort(rest);
   if (!hp.ok() || rest.empty() || rest.front() == ':') {
     return Status::Error("expected http://HOST:PORT such as http://10.0.0.5:8000");
@@ -129,11 +131,12 @@ Result<Endpoint> ParseEndpoint(const Node& n) {
     if (!n.Has("url")) return n.Error("missing required field 'url'");
     IG_ASSIGN_OR_RETURN(e.url, n.Get("url").String());
     if (n.Has("labels")) {
-      IG_RETURN_IF_ERROR(n.Get("labels").ForEachEntry([&](const std::string& k, const Node& v) -> Status {
-        IG_ASSIGN_OR_RETURN(std::string value, v.String());
-        e.labels[k] = value;
-        return Status::Ok();
-      }));
+      IG_RETURN_IF_ERROR(
+          n.Get("labels").ForEachEntry([&](const std::string& k, const Node& v) -> Status {
+            IG_ASSIGN_OR_RETURN(std::string value, v.String());
+            e.labels[k] = value;
+            return Status::Ok();
+          }));
     }
   }
   Node url_node = n.IsScalar() ? n : n.Get("url");
@@ -151,7 +154,8 @@ Result<Pool> ParsePool(const Node& n) {
   IG_RETURN_IF_ERROR(n.CheckKeys({"name", "models", "endpoints", "schedulingProfile"}));
   if (!n.Has("name")) return n.Error("missing required field 'name'");
   IG_ASSIGN_OR_RETURN(p.name, n.Get("name").String());
-  if (!n.Has("models")) return n.Error("missing required field 'models' (the model names this pool serves)");
+  if (!n.Has("models"))
+    return n.Error("missing required field 'models' (the model names this pool serves)");
   Node models = n.Get("models");
   IG_RETURN_IF_ERROR(models.ExpectSequence());
   if (models.size() == 0) return models.Error("a pool must serve at least one model");
@@ -165,17 +169,20 @@ Result<Pool> ParsePool(const Node& n) {
   std::set<std::string> seen;
   for (size_t i = 0; i < eps.size(); ++i) {
     IG_ASSIGN_OR_RETURN(Endpoint e, ParseEndpoint(eps.At(i)));
-    if (!seen.insert(e.url).second) return eps.At(i).Error(fmt::format("endpoint '{}' is listed twice", e.url));
+    if (!seen.insert(e.url).second)
+      return eps.At(i).Error(fmt::format("endpoint '{}' is listed twice", e.url));
     p.endpoints.push_back(std::move(e));
   }
-  if (n.Has("schedulingProfile")) { IG_ASSIGN_OR_RETURN(p.scheduling_profile, n.Get("schedulingProfile").String()); }
+  if (n.Has("schedulingProfile")) {
+    IG_ASSIGN_OR_RETURN(p.scheduling_profile, n.Get("schedulingProfile").String());
+  }
   return p;
 }
 
 Status ParseSpec(const Node& spec, Gateway* g) {
   IG_RETURN_IF_ERROR(spec.ExpectMap());
-  IG_RETURN_IF_ERROR(spec.CheckKeys(
-      {"listen", "workers", "timeouts", "limits", "upstream", "endpointMetrics", "pools", "schedulingProfiles"}));
+  IG_RETURN_IF_ERROR(spec.CheckKeys({"listen", "workers", "timeouts", "limits", "upstream",
+                                     "endpointMetrics", "pools", "schedulingProfiles"}));
   if (spec.Has("listen")) {
     IG_ASSIGN_OR_RETURN(std::string listen, spec.Get("listen").String());
     auto hp = ParseHostPort(listen);
@@ -190,7 +197,8 @@ Status ParseSpec(const Node& spec, Gateway* g) {
   if (spec.Has("timeouts")) {
     Node t = spec.Get("timeouts");
     IG_RETURN_IF_ERROR(t.ExpectMap());
-    IG_RETURN_IF_ERROR(t.CheckKeys({"connect", "firstByte", "idle", "requestHeaders", "clientIdle"}));
+    IG_RETURN_IF_ERROR(
+        t.CheckKeys({"connect", "firstByte", "idle", "requestHeaders", "clientIdle"}));
     auto set = [&](const char* key, Duration* out) -> Status {
       if (!t.Has(key)) return Status::Ok();
       IG_ASSIGN_OR_RETURN(*out, t.Get(key).Dur());
@@ -233,13 +241,22 @@ Status ParseSpec(const Node& spec, Gateway* g) {
     Node m = spec.Get("endpointMetrics");
     IG_RETURN_IF_ERROR(m.ExpectMap());
     IG_RETURN_IF_ERROR(m.CheckKeys({"enabled", "interval", "timeout", "staleAfter", "path"}));
-    if (m.Has("enabled")) { IG_ASSIGN_OR_RETURN(g->scrape.enabled, m.Get("enabled").Bool()); }
-    if (m.Has("interval")) { IG_ASSIGN_OR_RETURN(g->scrape.interval, m.Get("interval").Dur()); }
-    if (m.Has("timeout")) { IG_ASSIGN_OR_RETURN(g->scrape.timeout, m.Get("timeout").Dur()); }
-    if (m.Has("staleAfter")) { IG_ASSIGN_OR_RETURN(g->scrape.stale_after, m.Get("staleAfter").Dur()); }
+    if (m.Has("enabled")) {
+      IG_ASSIGN_OR_RETURN(g->scrape.enabled, m.Get("enabled").Bool());
+    }
+    if (m.Has("interval")) {
+      IG_ASSIGN_OR_RETURN(g->scrape.interval, m.Get("interval").Dur());
+    }
+    if (m.Has("timeout")) {
+      IG_ASSIGN_OR_RETURN(g->scrape.timeout, m.Get("timeout").Dur());
+    }
+    if (m.Has("staleAfter")) {
+      IG_ASSIGN_OR_RETURN(g->scrape.stale_after, m.Get("staleAfter").Dur());
+    }
     if (m.Has("path")) {
       IG_ASSIGN_OR_RETURN(g->scrape.path, m.Get("path").String());
-      if (!StartsWith(g->scrape.path, "/")) return m.Get("path").Error("expected a path starting with '/'");
+      if (!StartsWith(g->scrape.path, "/"))
+        return m.Get("path").Error("expected a path starting with '/'");
     }
     if (g->scrape.interval < std::chrono::milliseconds(10)) {
       return m.Get("interval").Error("must be at least 10ms");
@@ -252,7 +269,8 @@ Status ParseSpec(const Node& spec, Gateway* g) {
     for (size_t i = 0; i < profs.size(); ++i) {
       IG_ASSIGN_OR_RETURN(SchedulingProfile p, ParseProfile(profs.At(i)));
       if (!names.insert(p.name).second) {
-        return profs.At(i).Get("name").Error(fmt::format("scheduling profile '{}' is defined twice", p.name));
+        return profs.At(i).Get("name").Error(
+            fmt::format("scheduling profile '{}' is defined twice", p.name));
       }
       g->profiles.push_back(std::move(p));
     }
@@ -282,8 +300,10 @@ Status ParseSpec(const Node& spec, Gateway* g) {
     bool found = p.scheduling_profile == "default";
     for (const auto& prof : g->profiles) found = found || prof.name == p.scheduling_profile;
     if (!found) {
-      return pools.At(i).Get("schedulingProfile").Error(
-          fmt::format("no scheduling profile named '{}' in spec.schedulingProfiles", p.scheduling_profile));
+      return pools.At(i)
+          .Get("schedulingProfile")
+          .Error(fmt::format("no scheduling profile named '{}' in spec.schedulingProfiles",
+                             p.scheduling_profile));
     }
     g->pools.push_back(std::move(p));
   }
@@ -317,7 +337,8 @@ Result<Gateway> ParseGateway(const std::string& yaml_text, const std::string& so
     return Status::Error(FormatError(source_name, Mark{e.mark.line + 1, e.mark.column + 1}, "",
                                      "invalid YAML: " + e.msg));
   } catch (const YAML::Exception& e) {
-    return Status::Error(FormatError(source_name, {}, "", std::string("invalid YAML: ") + e.what()));
+    return Status::Error(
+        FormatError(source_name, {}, "", std::string("invalid YAML: ") + e.what()));
   }
   Gateway g;
   g.source = source_name;
@@ -325,30 +346,34 @@ Result<Gateway> ParseGateway(const std::string& yaml_text, const std::string& so
     Node doc(root, "", &g.source);
     if (!doc.IsMap()) return doc.Error("expected a mapping with apiVersion, kind and spec");
     IG_RETURN_IF_ERROR(doc.CheckKeys({"apiVersion", "kind", "metadata", "spec"}));
-    if (!doc.Has("apiVersion")) return doc.Error("missing required field 'apiVersion' (infergrid.dev/v1)");
+    if (!doc.Has("apiVersion"))
+      return doc.Error("missing required field 'apiVersion' (infergrid.dev/v1)");
     IG_ASSIGN_OR_RETURN(std::string api, doc.Get("apiVersion").String());
     if (api != "infergrid.dev/v1") {
       return doc.Get("apiVersion").Error(fmt::format("expected 'infergrid.dev/v1', got '{}'", api));
     }
     if (!doc.Has("kind")) return doc.Error("missing required field 'kind' (Gateway)");
     IG_ASSIGN_OR_RETURN(std::string kind, doc.Get("kind").String());
-    if (kind != "Gateway") return doc.Get("kind").Error(fmt::format("expected 'Gateway', got '{}'", kind));
+    if (kind != "Gateway")
+      return doc.Get("kind").Error(fmt::format("expected 'Gateway', got '{}'", kind));
     if (doc.Has("metadata")) {
       Node md = doc.Get("metadata");
       IG_RETURN_IF_ERROR(md.ExpectMap());
       IG_RETURN_IF_ERROR(md.CheckKeys({"name", "labels"}));
-      if (md.Has("name")) { IG_ASSIGN_OR_RETURN(g.name, md.Get("name").String()); }
+      if (md.Has("name")) {
+        IG_ASSIGN_OR_RETURN(g.name, md.Get("name").String());
+      }
       if (md.Has("labels")) {
-        IG_RETURN_IF_ERROR(md.Get("labels").ForEachEntry([](const std::string&, const Node& v) -> Status {
-          return v.String().status();
-        }));
+        IG_RETURN_IF_ERROR(md.Get("labels").ForEachEntry(
+            [](const std::string&, const Node& v) -> Status { return v.String().status(); }));
       }
     }
     if (!doc.Has("spec")) return doc.Error("missing required field 'spec'");
     IG_RETURN_IF_ERROR(ParseSpec(doc.Get("spec"), &g));
   } catch (const YAML::Exception& e) {
     // yaml-cpp throws on some malformed trees; never let that escape.
-    return Status::Error(FormatError(source_name, {}, "", std::string("invalid configuration: ") + e.what()));
+    return Status::Error(
+        FormatError(source_name, {}, "", std::string("invalid configuration: ") + e.what()));
   }
   return g;
 }
@@ -364,7 +389,8 @@ Result<Gateway> LoadGatewayFile(const std::string& path) {
 Result<Gateway> FromFlags(const std::string& model, const std::vector<std::string>& endpoints,
                           const std::string& listen) {
   if (model.empty()) return Status::Error("--model is required without --config");
-  if (endpoints.empty()) return Status::Error("at least one --endpoint is required without --config");
+  if (endpoints.empty())
+    return Status::Error("at least one --endpoint is required without --config");
   Gateway g;
   g.source = "flags";
   auto hp = ParseHostPort(listen);

@@ -121,5 +121,4 @@ Result<Gateway> FromFlags(const std::string& model, const std::vector<std::strin
 std::string FormatError(const std::string& source, const Mark& mark, const std::string& path,
                         const std::string& message);
 
-
 }  // namespace infergrid::config

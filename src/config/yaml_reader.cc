@@ -30,9 +30,9 @@ Status Node::CheckKeys(const std::set<std::string>& allowed) const {
       std::string list;
       for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
       auto m = it->first.Mark();
-      return Status::Error(FormatError(*source_, Mark{m.line + 1, m.column + 1},
-                                       path_.empty() ? key : path_ + "." + key,
-                                       fmt::format("unknown field '{}'; expected one of: {}", key, list)));
+      return Status::Error(FormatError(
+          *source_, Mark{m.line + 1, m.column + 1}, path_.empty() ? key : path_ + "." + key,
+          fmt::format("unknown field '{}'; expected one of: {}", key, list)));
     }
   }
   return Status::Ok();
@@ -61,7 +61,8 @@ Result<int64_t> Node::Int(int64_t min, int64_t max) const {
   if (!node_.IsScalar()) return Error("expected an integer");
   try {
     auto v = node_.as<int64_t>();
-    if (v < min || v > max) return Error(fmt::format("expected an integer from {} to {}, got {}", min, max, v));
+    if (v < min || v > max)
+      return Error(fmt::format("expected an integer from {} to {}, got {}", min, max, v));
     return v;
   } catch (const YAML::Exception&) {
     return Error(fmt::format("expected an integer, got '{}'", node_.Scalar()));
@@ -72,7 +73,8 @@ Result<double> Node::Double(double min, double max) const {
   if (!node_.IsScalar()) return Error("expected a number");
   try {
     auto v = node_.as<double>();
-    if (!(v >= min && v <= max)) return Error(fmt::format("expected a number from {} to {}, got {}", min, max, v));
+    if (!(v >= min && v <= max))
+      return Error(fmt::format("expected a number from {} to {}, got {}", min, max, v));
     return v;
   } catch (const YAML::Exception&) {
     return Error(fmt::format("expected a number, got '{}'", node_.Scalar()));

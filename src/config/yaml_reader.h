@@ -3,11 +3,11 @@
 // unknown fields and wrong types with FILE:LINE:COL messages, and never lets a yaml-cpp
 // exception escape.
 
+#include <yaml-cpp/yaml.h>
+
 #include <functional>
 #include <set>
 #include <string>
-
-#include <yaml-cpp/yaml.h>
 
 #include "common/result.h"
 #include "config/config.h"

@@ -30,13 +30,15 @@ void EndpointState::SetScraped(const ScrapedMetrics& m) {
   have_scraped_ = true;
 }
 
-bool EndpointState::Scraped(SteadyTime now, std::chrono::nanoseconds stale_after, ScrapedMetrics* out) const {
+bool EndpointState::Scraped(SteadyTime now, std::chrono::nanoseconds stale_after,
+                            ScrapedMetrics* out) const {
   std::lock_guard lock(mu_);
   if (out) *out = scraped_;
   return have_scraped_ && now - scraped_.at <= stale_after;
 }
 
-EndpointSnapshot EndpointState::Snapshot(size_t index, SteadyTime now, std::chrono::nanoseconds stale_after) const {
+EndpointSnapshot EndpointState::Snapshot(size_t index, SteadyTime now,
+                                         std::chrono::nanoseconds stale_after) const {
   EndpointSnapshot s;
   s.index = index;
   s.url = &cfg_.url;

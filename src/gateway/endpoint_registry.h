@@ -52,10 +52,13 @@ class EndpointState {
   // Whether scraped metrics are newer than `stale_after`, and a copy of them.
   bool Scraped(SteadyTime now, std::chrono::nanoseconds stale_after, ScrapedMetrics* out) const;
 
-  EndpointSnapshot Snapshot(size_t index, SteadyTime now, std::chrono::nanoseconds stale_after) const;
+  EndpointSnapshot Snapshot(size_t index, SteadyTime now,
+                            std::chrono::nanoseconds stale_after) const;
 
   uint32_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
-  uint64_t in_flight_prompt_tokens() const { return in_flight_tokens_.load(std::memory_order_relaxed); }
+  uint64_t in_flight_prompt_tokens() const {
+    return in_flight_tokens_.load(std::memory_order_relaxed);
+  }
   double ttft_ewma() const;
 
  private:
@@ -77,7 +80,9 @@ class PoolState {
  public:
   PoolState(config::Pool cfg, std::unique_ptr<scheduling::Scheduler> scheduler,
             std::vector<EndpointState*> endpoints, std::chrono::nanoseconds stale_after)
-      : cfg_(std::move(cfg)), scheduler_(std::move(scheduler)), endpoints_(std::move(endpoints)),
+      : cfg_(std::move(cfg)),
+        scheduler_(std::move(scheduler)),
+        endpoints_(std::move(endpoints)),
         stale_after_(stale_after) {}
 
   const config::Pool& config() const { return cfg_; }

@@ -1,7 +1,6 @@
 #include "gateway/gateway.h"
 
 #include <ctime>
-
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
@@ -30,12 +29,15 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
     for (const auto& p : g->cfg_.profiles) {
       if (p.name == pool_cfg.scheduling_profile) profile = &p;
     }
-    if (profile == nullptr) return Status::Error("pool '" + pool_cfg.name + "' names an unknown scheduling profile");
-    IG_ASSIGN_OR_RETURN(auto scheduler, scheduling::BuiltinRegistry().Build(*profile, g->cfg_.source, seed++));
+    if (profile == nullptr)
+      return Status::Error("pool '" + pool_cfg.name + "' names an unknown scheduling profile");
+    IG_ASSIGN_OR_RETURN(auto scheduler,
+                        scheduling::BuiltinRegistry().Build(*profile, g->cfg_.source, seed++));
     std::vector<EndpointState*> eps;
     for (const auto& e : pool_cfg.endpoints) {
       IG_ASSIGN_OR_RETURN(HostPort target, ParseHttpUrl(e.url));
-      g->endpoints_.push_back(std::make_unique<EndpointState>(g->endpoints_.size(), pool_cfg.name, e, target));
+      g->endpoints_.push_back(
+          std::make_unique<EndpointState>(g->endpoints_.size(), pool_cfg.name, e, target));
       eps.push_back(g->endpoints_.back().get());
     }
     g->pools_.push_back(std::make_unique<PoolState>(pool_cfg, std::move(scheduler), std::move(eps),
@@ -50,7 +52,8 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
         r.ttft = g->metrics_.ttft->With({pool_cfg.name, name});
         r.e2e = g->metrics_.e2e->With({pool_cfg.name, name});
         for (const auto* e : ps->endpoints()) {
-          r.decisions.push_back(g->metrics_.decisions->With({pool_cfg.name, profile->name, e->url()}));
+          r.decisions.push_back(
+              g->metrics_.decisions->With({pool_cfg.name, profile->name, e->url()}));
           r.ok.push_back(g->metrics_.requests->With({pool_cfg.name, name, e->url(), "200"}));
         }
         g->routes_[name] = std::move(r);
@@ -67,50 +70,53 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
       return out;
     };
   };
-  g->registry_.AddGaugeCallback("infergrid_endpoint_in_flight_requests",
-                                "Requests the gateway has sent to the endpoint that have not finished.",
-                                {"pool", "endpoint"}, per_endpoint([](const EndpointState& e) {
-                                  return static_cast<double>(e.in_flight());
-                                }));
+  g->registry_.AddGaugeCallback(
+      "infergrid_endpoint_in_flight_requests",
+      "Requests the gateway has sent to the endpoint that have not finished.", {"pool", "endpoint"},
+      per_endpoint([](const EndpointState& e) { return static_cast<double>(e.in_flight()); }));
   g->registry_.AddGaugeCallback("infergrid_endpoint_in_flight_prompt_tokens",
-                                "Estimated prompt tokens of the endpoint's in-flight requests.", {"pool", "endpoint"},
-                                per_endpoint([](const EndpointState& e) {
+                                "Estimated prompt tokens of the endpoint's in-flight requests.",
+                                {"pool", "endpoint"}, per_endpoint([](const EndpointState& e) {
                                   return static_cast<double>(e.in_flight_prompt_tokens());
                                 }));
-  g->registry_.AddGaugeCallback("infergrid_endpoint_ttft_ewma_seconds",
-                                "Recent time to first byte through the endpoint (exponentially weighted mean).",
-                                {"pool", "endpoint"},
-                                per_endpoint([](const EndpointState& e) { return e.ttft_ewma(); }));
-  g->registry_.AddGaugeCallback("infergrid_endpoint_reachable",
-                                "1 if the last connection to the endpoint (request or scrape) succeeded.",
-                                {"pool", "endpoint"},
-                                per_endpoint([](const EndpointState& e) { return e.reachable() ? 1.0 : 0.0; }));
+  g->registry_.AddGaugeCallback(
+      "infergrid_endpoint_ttft_ewma_seconds",
+      "Recent time to first byte through the endpoint (exponentially weighted mean).",
+      {"pool", "endpoint"}, per_endpoint([](const EndpointState& e) { return e.ttft_ewma(); }));
+  g->registry_.AddGaugeCallback(
+      "infergrid_endpoint_reachable",
+      "1 if the last connection to the endpoint (request or scrape) succeeded.",
+      {"pool", "endpoint"},
+      per_endpoint([](const EndpointState& e) { return e.reachable() ? 1.0 : 0.0; }));
   auto scraped = [self](double ScrapedMetrics::*field) {
     return [self, field] {
       std::vector<metrics::GaugeSample> out;
       auto now = std::chrono::steady_clock::now();
       for (const auto& e : self->endpoints_) {
         ScrapedMetrics m;
-        if (e->Scraped(now, self->cfg_.scrape.stale_after, &m)) out.push_back({{e->pool(), e->url()}, m.*field});
+        if (e->Scraped(now, self->cfg_.scrape.stale_after, &m))
+          out.push_back({{e->pool(), e->url()}, m.*field});
       }
       return out;
     };
   };
   g->registry_.AddGaugeCallback("infergrid_endpoint_num_requests_running",
-                                "vllm:num_requests_running as last scraped from the endpoint.", {"pool", "endpoint"},
-                                scraped(&ScrapedMetrics::running));
+                                "vllm:num_requests_running as last scraped from the endpoint.",
+                                {"pool", "endpoint"}, scraped(&ScrapedMetrics::running));
   g->registry_.AddGaugeCallback("infergrid_endpoint_num_requests_waiting",
-                                "vllm:num_requests_waiting as last scraped from the endpoint.", {"pool", "endpoint"},
-                                scraped(&ScrapedMetrics::waiting));
+                                "vllm:num_requests_waiting as last scraped from the endpoint.",
+                                {"pool", "endpoint"}, scraped(&ScrapedMetrics::waiting));
   g->registry_.AddGaugeCallback("infergrid_endpoint_kv_cache_usage_ratio",
-                                "KV cache usage (0-1) as last scraped from the endpoint.", {"pool", "endpoint"},
-                                scraped(&ScrapedMetrics::kv_usage));
-  g->registry_.AddGaugeCallback("infergrid_endpoint_prefix_cache_queries",
-                                "The endpoint's prefix cache queries counter (tokens) as last scraped.",
-                                {"pool", "endpoint"}, scraped(&ScrapedMetrics::prefix_queries));
-  g->registry_.AddGaugeCallback("infergrid_endpoint_prefix_cache_hits",
-                                "The endpoint's prefix cache hits counter (tokens) as last scraped.",
-                                {"pool", "endpoint"}, scraped(&ScrapedMetrics::prefix_hits));
+                                "KV cache usage (0-1) as last scraped from the endpoint.",
+                                {"pool", "endpoint"}, scraped(&ScrapedMetrics::kv_usage));
+  g->registry_.AddGaugeCallback(
+      "infergrid_endpoint_prefix_cache_queries",
+      "The endpoint's prefix cache queries counter (tokens) as last scraped.", {"pool", "endpoint"},
+      scraped(&ScrapedMetrics::prefix_queries));
+  g->registry_.AddGaugeCallback(
+      "infergrid_endpoint_prefix_cache_hits",
+      "The endpoint's prefix cache hits counter (tokens) as last scraped.", {"pool", "endpoint"},
+      scraped(&ScrapedMetrics::prefix_hits));
   return g;
 }
 
@@ -127,7 +133,8 @@ Status Gateway::Start() {
     po.max_idle = cfg_.upstream.max_idle_connections_per_endpoint;
     po.idle_timeout = cfg_.timeouts.idle;
     for (const auto& e : endpoints_) {
-      pools.push_back(std::make_unique<UpstreamPool>(worker_ios_.back()->get_executor(), e->target(), po));
+      pools.push_back(
+          std::make_unique<UpstreamPool>(worker_ios_.back()->get_executor(), e->target(), po));
     }
     upstreams_.push_back(std::move(pools));
     watches_.push_back(std::make_unique<ClientWatchList>(worker_ios_.back()->get_executor(),
@@ -148,15 +155,16 @@ Status Gateway::Start() {
     return ErrorJson(e);
   };
   so.on_protocol_error = [this](ProtocolError kind) {
-    const char* name = kind == ProtocolError::kHeadersTooLarge ? "headers_too_large"
-                       : kind == ProtocolError::kBodyTooLarge  ? "body_too_large"
-                       : kind == ProtocolError::kHeaderTimeout ? "request_timeout"
-                       : kind == ProtocolError::kBodyTimeout   ? "body_timeout"
+    const char* name = kind == ProtocolError::kHeadersTooLarge    ? "headers_too_large"
+                       : kind == ProtocolError::kBodyTooLarge     ? "body_too_large"
+                       : kind == ProtocolError::kHeaderTimeout    ? "request_timeout"
+                       : kind == ProtocolError::kBodyTimeout      ? "body_timeout"
                        : kind == ProtocolError::kHandlerException ? "internal_error"
-                                                               : "bad_http";
+                                                                  : "bad_http";
     metrics_.client_errors->With({name})->Inc();
   };
-  server_ = std::make_unique<Server>(ios, std::move(so), [this](Exchange& ex) { return Handle(ex); });
+  server_ =
+      std::make_unique<Server>(ios, std::move(so), [this](Exchange& ex) { return Handle(ex); });
   IG_RETURN_IF_ERROR(server_->Listen(cfg_.listen_host, cfg_.listen_port));
   port_ = server_->port();
 
@@ -175,8 +183,8 @@ Status Gateway::Start() {
     auto guard = asio::make_work_guard(*control_io_);
     control_io_->run();
   });
-  log::Info("gateway listening on {}:{} with {} workers, {} pools, {} endpoints", cfg_.listen_host, server_->port(),
-            n, pools_.size(), endpoints_.size());
+  log::Info("gateway listening on {}:{} with {} workers, {} pools, {} endpoints", cfg_.listen_host,
+            server_->port(), n, pools_.size(), endpoints_.size());
   return Status::Ok();
 }
 
@@ -212,8 +220,9 @@ awaitable<void> Gateway::RespondJson(Exchange& ex, int status, std::string body)
   co_await ex.Respond(std::move(res));
 }
 
-awaitable<void> Gateway::RespondError(Exchange& ex, int status, const std::string& message, const std::string& type,
-                                      const std::string& param, const std::string& code) {
+awaitable<void> Gateway::RespondError(Exchange& ex, int status, const std::string& message,
+                                      const std::string& type, const std::string& param,
+                                      const std::string& code) {
   ApiError e;
   e.status = status;
   e.message = message;
@@ -227,15 +236,22 @@ std::string Gateway::ModelsJson() const {
   json data = json::array();
   for (const auto& p : pools_) {
     for (const auto& m : p->config().models) {
-      data.push_back({{"id", m.name}, {"object", "model"}, {"created", created_unix_}, {"owned_by", "infergrid"},
+      data.push_back({{"id", m.name},
+                      {"object", "model"},
+                      {"created", created_unix_},
+                      {"owned_by", "infergrid"},
                       {"root", m.name}});
       for (const auto& a : m.aliases) {
-        data.push_back({{"id", a}, {"object", "model"}, {"created", created_unix_}, {"owned_by", "infergrid"},
+        data.push_back({{"id", a},
+                        {"object", "model"},
+                        {"created", created_unix_},
+                        {"owned_by", "infergrid"},
                         {"root", m.name}});
       }
     }
   }
-  return json{{"object", "list"}, {"data", data}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  return json{{"object", "list"}, {"data", data}}.dump(-1, ' ', false,
+                                                       json::error_handler_t::replace);
 }
 
 bool Gateway::Ready() const {
@@ -257,9 +273,12 @@ awaitable<void> Gateway::Handle(Exchange& ex) {
     bhttp::verb method;
   };
   static constexpr Route kRoutes[] = {
-      {"/v1/chat/completions", bhttp::verb::post}, {"/v1/completions", bhttp::verb::post},
-      {"/v1/models", bhttp::verb::get},           {"/health", bhttp::verb::get},
-      {"/ready", bhttp::verb::get},               {"/metrics", bhttp::verb::get},
+      {"/v1/chat/completions", bhttp::verb::post},
+      {"/v1/completions", bhttp::verb::post},
+      {"/v1/models", bhttp::verb::get},
+      {"/health", bhttp::verb::get},
+      {"/ready", bhttp::verb::get},
+      {"/metrics", bhttp::verb::get},
   };
   const Route* route = nullptr;
   for (const auto& r : kRoutes) {
@@ -267,8 +286,8 @@ awaitable<void> Gateway::Handle(Exchange& ex) {
   }
   if (route == nullptr) {
     metrics_.client_errors->With({"not_found"})->Inc();
-    co_await RespondError(ex, 404, "Unknown request URL: " + std::string(path), "invalid_request_error", "",
-                          "unknown_url");
+    co_await RespondError(ex, 404, "Unknown request URL: " + std::string(path),
+                          "invalid_request_error", "", "unknown_url");
     co_return;
   }
   if (method != route->method) {
@@ -278,8 +297,8 @@ awaitable<void> Gateway::Handle(Exchange& ex) {
     res.set(bhttp::field::content_type, "application/json");
     ApiError e;
     e.status = 405;
-    e.message = std::string(req.method_string()) + " is not allowed on " + std::string(path) + "; use " +
-                (route->method == bhttp::verb::post ? "POST" : "GET");
+    e.message = std::string(req.method_string()) + " is not allowed on " + std::string(path) +
+                "; use " + (route->method == bhttp::verb::post ? "POST" : "GET");
     e.code = "method_not_allowed";
     res.body() = ErrorJson(e);
     co_await ex.Respond(std::move(res));
@@ -296,7 +315,8 @@ awaitable<void> Gateway::Handle(Exchange& ex) {
     co_await RespondJson(ex, 200, R"({"status":"ok"})");
   } else if (path == "/ready") {
     bool ready = Ready();
-    co_await RespondJson(ex, ready ? 200 : 503, ready ? R"({"status":"ready"})" : R"({"status":"not ready"})");
+    co_await RespondJson(ex, ready ? 200 : 503,
+                         ready ? R"({"status":"ready"})" : R"({"status":"not ready"})");
   } else if (path == "/metrics") {
     StringResponse res{bhttp::status::ok, 11};
     res.set(bhttp::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
@@ -305,7 +325,8 @@ awaitable<void> Gateway::Handle(Exchange& ex) {
   }
 }
 
-awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api, std::chrono::steady_clock::time_point start) {
+awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
+                                         std::chrono::steady_clock::time_point start) {
   std::string_view session = ex.request()["x-session-id"];
   auto parsed = ParseInferenceRequest(api, ex.request().body(), session);
   if (auto* err = std::get_if<ApiError>(&parsed)) {
@@ -317,18 +338,21 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api, std::chrono:
   auto it = routes_.find(info.model);
   if (it == routes_.end()) {
     metrics_.client_errors->With({"model_not_found"})->Inc();
-    co_await RespondError(ex, 404, "The model '" + info.model + "' does not exist or is not served by this gateway.",
-                          "invalid_request_error", "model", "model_not_found");
+    co_await RespondError(
+        ex, 404, "The model '" + info.model + "' does not exist or is not served by this gateway.",
+        "invalid_request_error", "model", "model_not_found");
     co_return;
   }
   const ModelRoute& route = it->second;
   PoolState* pool = route.pool;
   info.pool = pool->config().name;
   PoolState::Pick pick = pool->Schedule(info);
-  if (pick.used_stale_metrics && cfg_.scrape.enabled) metrics_.stale_metrics->With({info.pool})->Inc();
+  if (pick.used_stale_metrics && cfg_.scrape.enabled)
+    metrics_.stale_metrics->With({info.pool})->Inc();
   if (pick.endpoint == nullptr) {
     metrics_.decision_failures->With({info.pool, pick.reason})->Inc();
-    co_await RespondError(ex, 503, "No model server is available for '" + info.model + "': " + pick.reason,
+    co_await RespondError(ex, 503,
+                          "No model server is available for '" + info.model + "': " + pick.reason,
                           "server_error", "", "no_endpoint_available");
     co_return;
   }

@@ -40,10 +40,12 @@ class Gateway {
  private:
   explicit Gateway(config::Gateway cfg);
   http::awaitable<void> Handle(http::Exchange& ex);
-  http::awaitable<void> HandleInference(http::Exchange& ex, ApiKind api, std::chrono::steady_clock::time_point start);
+  http::awaitable<void> HandleInference(http::Exchange& ex, ApiKind api,
+                                        std::chrono::steady_clock::time_point start);
   http::awaitable<void> RespondJson(http::Exchange& ex, int status, std::string body);
   http::awaitable<void> RespondError(http::Exchange& ex, int status, const std::string& message,
-                                     const std::string& type, const std::string& param, const std::string& code);
+                                     const std::string& type, const std::string& param,
+                                     const std::string& code);
   std::string ModelsJson() const;
   bool Ready() const;
 
@@ -66,8 +68,9 @@ class Gateway {
   int64_t created_unix_ = 0;
 
   std::vector<std::unique_ptr<http::asio::io_context>> worker_ios_;
-  std::vector<std::vector<std::unique_ptr<http::UpstreamPool>>> upstreams_;  // [worker][endpoint id]
-  std::vector<std::unique_ptr<ClientWatchList>> watches_;                    // [worker]
+  std::vector<std::vector<std::unique_ptr<http::UpstreamPool>>>
+      upstreams_;                                          // [worker][endpoint id]
+  std::vector<std::unique_ptr<ClientWatchList>> watches_;  // [worker]
   std::unique_ptr<http::asio::io_context> control_io_ = std::make_unique<http::asio::io_context>(1);
   std::unique_ptr<http::Server> server_;
   std::unique_ptr<Scraper> scraper_;

@@ -3,44 +3,55 @@
 namespace infergrid::gateway {
 
 const std::vector<double>& LatencyBuckets() {
-  static const std::vector<double> b = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+  static const std::vector<double> b = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                        1,     2.5,  5,     10,   30,  60,   120};
   return b;
 }
 
 GatewayMetrics::GatewayMetrics(metrics::Registry* r)
-    : requests(r->AddCounter("infergrid_requests_total",
-                             "Inference requests finished, by pool, model, endpoint and HTTP status code.",
-                             {"pool", "model", "endpoint", "code"})),
-      ttft(r->AddHistogram("infergrid_time_to_first_byte_seconds",
-                           "Time from a request's arrival to the first response byte from the model server "
-                           "(the time to first token for streams), as the gateway sees it.",
-                           {"pool", "model"}, LatencyBuckets())),
+    : requests(r->AddCounter(
+          "infergrid_requests_total",
+          "Inference requests finished, by pool, model, endpoint and HTTP status code.",
+          {"pool", "model", "endpoint", "code"})),
+      ttft(r->AddHistogram(
+          "infergrid_time_to_first_byte_seconds",
+          "Time from a request's arrival to the first response byte from the model server "
+          "(the time to first token for streams), as the gateway sees it.",
+          {"pool", "model"}, LatencyBuckets())),
       e2e(r->AddHistogram("infergrid_request_duration_seconds",
-                          "Time from a request's arrival to the last byte of its response.", {"pool", "model"},
-                          LatencyBuckets())),
+                          "Time from a request's arrival to the last byte of its response.",
+                          {"pool", "model"}, LatencyBuckets())),
       upstream_errors(r->AddCounter("infergrid_upstream_errors_total",
-                                    "Failures talking to model servers, by endpoint and kind.", {"endpoint", "kind"})),
+                                    "Failures talking to model servers, by endpoint and kind.",
+                                    {"endpoint", "kind"})),
       client_errors(r->AddCounter("infergrid_client_errors_total",
                                   "Requests refused for bad input, by kind.", {"kind"})),
-      client_disconnects(r->AddCounter("infergrid_client_disconnects_total",
-                                       "Clients that went away before their response ended, by phase; their upstream "
-                                       "requests were cancelled.",
-                                       {"phase"})),
-      decisions(r->AddCounter("infergrid_routing_decisions_total", "Routing decisions, by pool, profile and endpoint.",
+      client_disconnects(r->AddCounter(
+          "infergrid_client_disconnects_total",
+          "Clients that went away before their response ended, by phase; their upstream "
+          "requests were cancelled.",
+          {"phase"})),
+      decisions(r->AddCounter("infergrid_routing_decisions_total",
+                              "Routing decisions, by pool, profile and endpoint.",
                               {"pool", "profile", "endpoint"})),
-      decision_failures(r->AddCounter("infergrid_routing_failures_total",
-                                      "Requests for which no endpoint could be chosen, by pool and reason.",
-                                      {"pool", "reason"})),
-      stale_metrics(r->AddCounter("infergrid_routing_stale_metrics_total",
-                                  "Routing decisions made while some endpoint's scraped metrics were missing or "
-                                  "stale, so the gateway's own accounting stood in for them.",
-                                  {"pool"})),
-      scrapes(r->AddCounter("infergrid_endpoint_scrapes_total", "Scrapes of endpoints' /metrics.", {"endpoint"})),
+      decision_failures(
+          r->AddCounter("infergrid_routing_failures_total",
+                        "Requests for which no endpoint could be chosen, by pool and reason.",
+                        {"pool", "reason"})),
+      stale_metrics(r->AddCounter(
+          "infergrid_routing_stale_metrics_total",
+          "Routing decisions made while some endpoint's scraped metrics were missing or "
+          "stale, so the gateway's own accounting stood in for them.",
+          {"pool"})),
+      scrapes(r->AddCounter("infergrid_endpoint_scrapes_total", "Scrapes of endpoints' /metrics.",
+                            {"endpoint"})),
       scrape_failures(r->AddCounter("infergrid_endpoint_scrape_failures_total",
-                                    "Failed scrapes of endpoints' /metrics, by reason.", {"endpoint", "reason"})),
-      retries(r->AddCounter("infergrid_upstream_retries_total",
-                            "Requests resent on a fresh connection because a pooled keep-alive connection had "
-                            "been closed by the server before any response byte.",
-                            {"endpoint"})) {}
+                                    "Failed scrapes of endpoints' /metrics, by reason.",
+                                    {"endpoint", "reason"})),
+      retries(r->AddCounter(
+          "infergrid_upstream_retries_total",
+          "Requests resent on a fresh connection because a pooled keep-alive connection had "
+          "been closed by the server before any response byte.",
+          {"endpoint"})) {}
 
 }  // namespace infergrid::gateway

@@ -8,18 +8,18 @@ namespace infergrid::gateway {
 struct GatewayMetrics {
   explicit GatewayMetrics(metrics::Registry* r);
 
-  metrics::CounterFamily* requests;          // pool, model, endpoint, code
-  metrics::HistogramFamily* ttft;            // pool, model
-  metrics::HistogramFamily* e2e;             // pool, model
-  metrics::CounterFamily* upstream_errors;   // endpoint, kind
-  metrics::CounterFamily* client_errors;     // kind
+  metrics::CounterFamily* requests;            // pool, model, endpoint, code
+  metrics::HistogramFamily* ttft;              // pool, model
+  metrics::HistogramFamily* e2e;               // pool, model
+  metrics::CounterFamily* upstream_errors;     // endpoint, kind
+  metrics::CounterFamily* client_errors;       // kind
   metrics::CounterFamily* client_disconnects;  // phase
-  metrics::CounterFamily* decisions;         // pool, profile, endpoint
-  metrics::CounterFamily* decision_failures;  // pool, reason
-  metrics::CounterFamily* stale_metrics;     // pool: decisions made with missing or stale scrapes
-  metrics::CounterFamily* scrapes;           // endpoint
-  metrics::CounterFamily* scrape_failures;   // endpoint, reason
-  metrics::CounterFamily* retries;           // endpoint, reason: stale keep-alive retried
+  metrics::CounterFamily* decisions;           // pool, profile, endpoint
+  metrics::CounterFamily* decision_failures;   // pool, reason
+  metrics::CounterFamily* stale_metrics;       // pool: decisions made with missing or stale scrapes
+  metrics::CounterFamily* scrapes;             // endpoint
+  metrics::CounterFamily* scrape_failures;     // endpoint, reason
+  metrics::CounterFamily* retries;             // endpoint, reason: stale keep-alive retried
 };
 
 // Latency buckets in seconds, from 5 ms to 2 minutes.

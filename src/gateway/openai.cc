@@ -15,7 +15,9 @@ std::string ErrorJson(const ApiError& e) {
   return json{{"error", err}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-uint32_t EstimateTokens(std::string_view text) { return static_cast<uint32_t>((text.size() + 3) / 4); }
+uint32_t EstimateTokens(std::string_view text) {
+  return static_cast<uint32_t>((text.size() + 3) / 4);
+}
 
 namespace {
 
@@ -116,7 +118,9 @@ class RequestSax {
     return nullptr;
   }
 
-  std::string MessageParam() const { return "messages[" + std::to_string(message_count_ - 1) + "]"; }
+  std::string MessageParam() const {
+    return "messages[" + std::to_string(message_count_ - 1) + "]";
+  }
 
   void Fail(Error* e, std::string message, std::string param, std::string code = "invalid_type") {
     if (e->set) return;
@@ -124,7 +128,8 @@ class RequestSax {
   }
 
   void PromptBad() {
-    Fail(&prompt_error_, "'prompt' must be a string, an array of strings or an array of token ids.", "prompt");
+    Fail(&prompt_error_, "'prompt' must be a string, an array of strings or an array of token ids.",
+         "prompt");
   }
 
   // A value (scalar or the start of a container) at the current position.
@@ -140,7 +145,8 @@ class RequestSax {
         break;
       case Ctx::kMessages:
         ++message_count_;
-        if (t != Type::kObject) Fail(&messages_error_, "Each message must be an object.", MessageParam());
+        if (t != Type::kObject)
+          Fail(&messages_error_, "Each message must be an object.", MessageParam());
         break;
       case Ctx::kMessage:
         if (key_ == "role") {
@@ -195,9 +201,11 @@ class RequestSax {
       next = Ctx::kTop;
     } else {
       Ctx parent = stack_.back();
-      if (parent == Ctx::kTop && key_ == "messages" && t == Type::kArray && api_ == ApiKind::kChatCompletions) {
+      if (parent == Ctx::kTop && key_ == "messages" && t == Type::kArray &&
+          api_ == ApiKind::kChatCompletions) {
         next = Ctx::kMessages;
-      } else if (parent == Ctx::kTop && key_ == "prompt" && t == Type::kArray && api_ == ApiKind::kCompletions) {
+      } else if (parent == Ctx::kTop && key_ == "prompt" && t == Type::kArray &&
+                 api_ == ApiKind::kCompletions) {
         next = Ctx::kPrompt;
       } else if (parent == Ctx::kMessages && t == Type::kObject) {
         next = Ctx::kMessage;
@@ -222,7 +230,8 @@ class RequestSax {
       if (!message_.role_ok) {
         Fail(&messages_error_, "Each message must have a string 'role'.", MessageParam() + ".role");
       } else if (message_.content_bad) {
-        Fail(&messages_error_, "A message's 'content' must be a string or an array of content parts.",
+        Fail(&messages_error_,
+             "A message's 'content' must be a string or an array of content parts.",
              MessageParam() + ".content");
       }
       prompt_text_ += message_.role;
@@ -241,7 +250,8 @@ class RequestSax {
   const std::string* text_ = nullptr;  // the string value being reported, if any
   bool malformed_ = false;
   Type root_ = Type::kAbsent;
-  Field model_, stream_, stream_options_, max_tokens_, max_completion_tokens_, user_, cache_key_, messages_, prompt_;
+  Field model_, stream_, stream_options_, max_tokens_, max_completion_tokens_, user_, cache_key_,
+      messages_, prompt_;
   size_t message_count_ = 0;
   Message message_;
   Error messages_error_, prompt_error_;
@@ -251,10 +261,11 @@ class RequestSax {
 
 std::variant<RequestInfo, ApiError> RequestSax::Finish(std::string_view session_header) {
   if (malformed_) {
-    return Invalid("We could not parse the JSON body of your request. The body must be valid JSON.", "",
-                   "invalid_json");
+    return Invalid("We could not parse the JSON body of your request. The body must be valid JSON.",
+                   "", "invalid_json");
   }
-  if (root_ != Type::kObject) return Invalid("The request body must be a JSON object.", "", "invalid_json");
+  if (root_ != Type::kObject)
+    return Invalid("The request body must be a JSON object.", "", "invalid_json");
   RequestInfo info;
   info.api = api_;
   if (model_.type == Type::kAbsent || model_.type == Type::kNull) {
@@ -270,10 +281,12 @@ std::variant<RequestInfo, ApiError> RequestSax::Finish(std::string_view session_
       stream_options_.type != Type::kObject) {
     return Invalid("'stream_options' must be an object.", "stream_options");
   }
-  for (auto [key, f] : {std::pair<const char*, Field*>{"max_tokens", &max_tokens_},
-                        std::pair<const char*, Field*>{"max_completion_tokens", &max_completion_tokens_}}) {
+  for (auto [key, f] :
+       {std::pair<const char*, Field*>{"max_tokens", &max_tokens_},
+        std::pair<const char*, Field*>{"max_completion_tokens", &max_completion_tokens_}}) {
     if (f->type == Type::kAbsent || f->type == Type::kNull) continue;
-    if (f->type != Type::kInt) return Invalid(std::string("'") + key + "' must be a non-negative integer.", key);
+    if (f->type != Type::kInt)
+      return Invalid(std::string("'") + key + "' must be a non-negative integer.", key);
     info.max_tokens = static_cast<uint32_t>(std::min<uint64_t>(f->u, UINT32_MAX));
   }
   std::string user, cache_key;
@@ -282,23 +295,31 @@ std::variant<RequestInfo, ApiError> RequestSax::Finish(std::string_view session_
     user = std::move(user_.s);
   }
   if (cache_key_.type != Type::kAbsent && cache_key_.type != Type::kNull) {
-    if (cache_key_.type != Type::kString) return Invalid("'prompt_cache_key' must be a string.", "prompt_cache_key");
+    if (cache_key_.type != Type::kString)
+      return Invalid("'prompt_cache_key' must be a string.", "prompt_cache_key");
     cache_key = std::move(cache_key_.s);
   }
-  info.session_key = !session_header.empty() ? std::string(session_header) : !cache_key.empty() ? cache_key : user;
+  info.session_key = !session_header.empty() ? std::string(session_header)
+                     : !cache_key.empty()    ? cache_key
+                                             : user;
   if (api_ == ApiKind::kChatCompletions) {
     if (messages_.type == Type::kAbsent) {
-      return Invalid("'messages' is a required property.", "messages", "missing_required_parameter");
+      return Invalid("'messages' is a required property.", "messages",
+                     "missing_required_parameter");
     }
-    if (messages_.type != Type::kArray) return Invalid("'messages' must be an array of message objects.", "messages");
-    if (message_count_ == 0) return Invalid("'messages' must contain at least one message.", "messages", "empty_array");
-    if (messages_error_.set) return Invalid(messages_error_.message, messages_error_.param, messages_error_.code);
+    if (messages_.type != Type::kArray)
+      return Invalid("'messages' must be an array of message objects.", "messages");
+    if (message_count_ == 0)
+      return Invalid("'messages' must contain at least one message.", "messages", "empty_array");
+    if (messages_error_.set)
+      return Invalid(messages_error_.message, messages_error_.param, messages_error_.code);
   } else {
     if (prompt_.type == Type::kAbsent) {
       return Invalid("'prompt' is a required property.", "prompt", "missing_required_parameter");
     }
     if (prompt_.type != Type::kString && prompt_.type != Type::kArray) PromptBad();
-    if (prompt_error_.set) return Invalid(prompt_error_.message, prompt_error_.param, prompt_error_.code);
+    if (prompt_error_.set)
+      return Invalid(prompt_error_.message, prompt_error_.param, prompt_error_.code);
   }
   info.prompt_text = std::move(prompt_text_);
   info.prompt_tokens_estimate = EstimateTokens(info.prompt_text) + token_ids_;
@@ -310,7 +331,8 @@ std::variant<RequestInfo, ApiError> RequestSax::Finish(std::string_view session_
 std::variant<RequestInfo, ApiError> ParseInferenceRequest(ApiKind api, std::string_view body,
                                                           std::string_view session_header) {
   RequestSax sax(api);
-  json::sax_parse(body.begin(), body.end(), &sax, nlohmann::detail::input_format_t::json, /*strict=*/true);
+  json::sax_parse(body.begin(), body.end(), &sax, nlohmann::detail::input_format_t::json,
+                  /*strict=*/true);
   return sax.Finish(session_header);
 }
 

@@ -4,9 +4,9 @@
 
 #include <array>
 #include <cstdio>
-#include <span>
 #include <memory>
 #include <optional>
+#include <span>
 
 #include "gateway/openai.h"
 
@@ -75,7 +75,8 @@ awaitable<void> WatchClient(std::shared_ptr<ClientWatchList::Entry> w) {
 
 }  // namespace
 
-ClientWatchList::ClientWatchList(asio::any_io_executor ex, Duration delay) : ex_(std::move(ex)), delay_(delay) {}
+ClientWatchList::ClientWatchList(asio::any_io_executor ex, Duration delay)
+    : ex_(std::move(ex)), delay_(delay) {}
 
 ClientWatchList::~ClientWatchList() { *stopped_ = true; }
 
@@ -137,8 +138,9 @@ ClientWatchList::Handle::~Handle() {
 namespace {
 
 bool Retryable(const error_code& ec) {
-  return ec == asio::error::eof || ec == bhttp::error::end_of_stream || ec == asio::error::connection_reset ||
-         ec == asio::error::broken_pipe || ec == bhttp::error::partial_message;
+  return ec == asio::error::eof || ec == bhttp::error::end_of_stream ||
+         ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+         ec == bhttp::error::partial_message;
 }
 
 // The response head as HTTP/1.x text.
@@ -160,8 +162,8 @@ std::string SerializeHead(const bhttp::response<bhttp::empty_body>& head) {
 
 // Writes, in one gathered write: the head (if given), then `n` bytes of body framed as one
 // chunk when `chunked`, then the last chunk when `chunked && last`.
-awaitable<void> WriteOut(beast::tcp_stream& down, const std::string* head, bool chunked, const char* data, size_t n,
-                         bool last, error_code& ec) {
+awaitable<void> WriteOut(beast::tcp_stream& down, const std::string* head, bool chunked,
+                         const char* data, size_t n, bool last, error_code& ec) {
   std::array<asio::const_buffer, 5> bufs;
   size_t count = 0;
   char size_line[24];
@@ -178,10 +180,12 @@ awaitable<void> WriteOut(beast::tcp_stream& down, const std::string* head, bool 
     bufs[count++] = asio::buffer(data, n);
   }
   if (count == 0) co_return;
-  co_await asio::async_write(down, std::span<const asio::const_buffer>(bufs.data(), count), with_ec(ec));
+  co_await asio::async_write(down, std::span<const asio::const_buffer>(bufs.data(), count),
+                             with_ec(ec));
 }
 
-awaitable<void> SendError(Exchange& ex, int status, const std::string& message, const std::string& code) {
+awaitable<void> SendError(Exchange& ex, int status, const std::string& message,
+                          const std::string& code) {
   ApiError e;
   e.status = status;
   e.message = message;
@@ -195,8 +199,10 @@ awaitable<void> SendError(Exchange& ex, int status, const std::string& message, 
 
 }  // namespace
 
-awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, ClientWatchList& watches, const ProxyOptions& options,
-                                std::chrono::steady_clock::time_point start, const std::function<void()>& on_retry) {
+awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, ClientWatchList& watches,
+                                const ProxyOptions& options,
+                                std::chrono::steady_clock::time_point start,
+                                const std::function<void()>& on_retry) {
   ProxyOutcome out;
   StringRequest& req = ex.request();
   // Forward the body unchanged; replace what belongs to the client's hop.
@@ -227,8 +233,11 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, ClientWatchLis
     }
     if (acq.error != AcquireError::kNone) {
       out.error = AcquireErrorName(acq.error);
-      out.status = acq.error == AcquireError::kExhausted ? 503 : acq.error == AcquireError::kConnectTimeout ? 504 : 502;
-      co_await SendError(ex, out.status, "the model server could not be reached: " + acq.message, out.error);
+      out.status = acq.error == AcquireError::kExhausted        ? 503
+                   : acq.error == AcquireError::kConnectTimeout ? 504
+                                                                : 502;
+      co_await SendError(ex, out.status, "the model server could not be reached: " + acq.message,
+                         out.error);
       co_return out;
     }
     lease = std::move(acq.lease);
@@ -267,15 +276,17 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, ClientWatchLis
     } else {
       out.error = "reset_before_response";
       out.status = 502;
-      co_await SendError(ex, 502, "the model server closed the connection before responding: " + ec.message(),
-                         out.error);
+      co_await SendError(
+          ex, 502, "the model server closed the connection before responding: " + ec.message(),
+          out.error);
     }
     co_return out;
   }
 
   beast::tcp_stream& up = lease.stream();
   auto& parser = *parser_slot;
-  out.first_byte_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.first_byte_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto& upres = parser.get();
   out.status = static_cast<int>(upres.result_int());
 
@@ -299,7 +310,8 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, ClientWatchLis
     ex.close();
   }
   head.version(ex.client_version() == 10 ? 10 : 11);
-  bool is_sse = upres[bhttp::field::content_type].find("text/event-stream") != std::string_view::npos;
+  bool is_sse =
+      upres[bhttp::field::content_type].find("text/event-stream") != std::string_view::npos;
   head.keep_alive(ex.keep_alive());
   beast::tcp_stream& down = ex.stream();
   // The head goes out with the first piece of body (one write, one segment for a small
@@ -329,14 +341,16 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, ClientWatchLis
       // Nothing has reached the client yet: it can still get a clean error response.
       out.error = ec == beast::error::timeout ? "idle_timeout" : "reset_mid_stream";
       out.status = ec == beast::error::timeout ? 504 : 502;
-      co_await SendError(ex, out.status, "the model server's response broke off: " + ec.message(), out.error);
+      co_await SendError(ex, out.status, "the model server's response broke off: " + ec.message(),
+                         out.error);
       co_return out;
     }
     if (n > 0 || (last && !ec) || !head_sent) {
       if (n == 0 && !last && !ec) continue;  // a chunk header only; nothing to send yet
       error_code wec;
       down.expires_after(options.idle);
-      co_await WriteOut(down, head_sent ? nullptr : &head_text, chunked, buf.data(), n, last && !ec, wec);
+      co_await WriteOut(down, head_sent ? nullptr : &head_text, chunked, buf.data(), n, last && !ec,
+                        wec);
       head_sent = true;
       out.started = true;
       if (wec) {

@@ -58,9 +58,9 @@ struct ProxyOptions {
 };
 
 struct ProxyOutcome {
-  int status = 0;          // the status the client was sent (relayed or the gateway's own)
-  bool started = false;    // response bytes from upstream reached the client
-  std::string error;       // empty on success; else a kind for infergrid_upstream_errors_total
+  int status = 0;            // the status the client was sent (relayed or the gateway's own)
+  bool started = false;      // response bytes from upstream reached the client
+  std::string error;         // empty on success; else a kind for infergrid_upstream_errors_total
   bool client_gone = false;  // the client went away; its upstream request was cancelled
   double first_byte_seconds = -1;  // from `start` to the first response byte from upstream
   int attempts = 0;
@@ -68,8 +68,8 @@ struct ProxyOutcome {
 
 // Forwards ex.request() (its body unchanged; hop-by-hop headers replaced) to `pool`'s
 // endpoint. `on_retry` is called when a stale pooled connection forces a resend.
-http::awaitable<ProxyOutcome> Forward(http::Exchange& ex, http::UpstreamPool& pool, ClientWatchList& watches,
-                                      const ProxyOptions& options,
+http::awaitable<ProxyOutcome> Forward(http::Exchange& ex, http::UpstreamPool& pool,
+                                      ClientWatchList& watches, const ProxyOptions& options,
                                       std::chrono::steady_clock::time_point start,
                                       const std::function<void()>& on_retry);
 

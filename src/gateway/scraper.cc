@@ -34,13 +34,14 @@ Result<ScrapedMetrics> ExtractVllmMetrics(const std::vector<metrics::Sample>& sa
     }
   }
   if (!have_running && !have_waiting && !have_kv) {
-    return Status::Error("no vllm:num_requests_running, vllm:num_requests_waiting or KV usage gauge");
+    return Status::Error(
+        "no vllm:num_requests_running, vllm:num_requests_waiting or KV usage gauge");
   }
   return m;
 }
 
-Scraper::Scraper(asio::io_context& io, const config::Scrape& cfg, std::vector<EndpointState*> endpoints,
-                 GatewayMetrics* metrics)
+Scraper::Scraper(asio::io_context& io, const config::Scrape& cfg,
+                 std::vector<EndpointState*> endpoints, GatewayMetrics* metrics)
     : io_(io), cfg_(cfg), endpoints_(std::move(endpoints)), metrics_(metrics) {}
 
 void Scraper::Start() {
@@ -65,7 +66,9 @@ awaitable<void> Scraper::Loop(EndpointState* e) {
 
 awaitable<void> Scraper::ScrapeOnce(EndpointState* e) {
   metrics_->scrapes->With({e->url()})->Inc();
-  auto fail = [&](const char* reason) { metrics_->scrape_failures->With({e->url(), reason})->Inc(); };
+  auto fail = [&](const char* reason) {
+    metrics_->scrape_failures->With({e->url(), reason})->Inc();
+  };
   beast::tcp_stream stream(io_);
   error_code ec;
   std::vector<tcp::endpoint> targets;
@@ -73,7 +76,8 @@ awaitable<void> Scraper::ScrapeOnce(EndpointState* e) {
     targets.push_back(*literal);
   } else {
     tcp::resolver resolver(io_);
-    auto results = co_await resolver.async_resolve(e->target().host, std::to_string(e->target().port), with_ec(ec));
+    auto results = co_await resolver.async_resolve(e->target().host,
+                                                   std::to_string(e->target().port), with_ec(ec));
     if (ec) {
       fail("resolve");
       co_return;

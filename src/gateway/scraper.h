@@ -23,8 +23,8 @@ Result<ScrapedMetrics> ExtractVllmMetrics(const std::vector<metrics::Sample>& sa
 
 class Scraper {
  public:
-  Scraper(http::asio::io_context& io, const config::Scrape& cfg, std::vector<EndpointState*> endpoints,
-          GatewayMetrics* metrics);
+  Scraper(http::asio::io_context& io, const config::Scrape& cfg,
+          std::vector<EndpointState*> endpoints, GatewayMetrics* metrics);
   void Start();
   void Stop();
 

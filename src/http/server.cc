@@ -1,8 +1,7 @@
 #include "http/server.h"
 
-#include <sys/socket.h>
-
 #include <fmt/format.h>
+#include <sys/socket.h>
 
 #include "common/log.h"
 
@@ -48,7 +47,8 @@ Status Server::Listen(const std::string& host, uint16_t port) {
     }
     if (!ec) acc->bind(ep, ec);
     if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return Status::Error(fmt::format("cannot listen on {}:{}: {}", host, bound, ec.message()));
+    if (ec)
+      return Status::Error(fmt::format("cannot listen on {}:{}: {}", host, bound, ec.message()));
     bound = acc->local_endpoint().port();
     acceptors_.push_back(std::move(acc));
   }
@@ -88,8 +88,9 @@ awaitable<void> Server::Accept(tcp::acceptor& acceptor, size_t worker) {
   }
 }
 
-awaitable<void> Server::RespondProtocolError(beast::tcp_stream& stream, int status, const std::string& message,
-                                             const std::string& code, ProtocolError kind) {
+awaitable<void> Server::RespondProtocolError(beast::tcp_stream& stream, int status,
+                                             const std::string& message, const std::string& code,
+                                             ProtocolError kind) {
   if (options_.on_protocol_error) options_.on_protocol_error(kind);
   StringResponse res{static_cast<bhttp::status>(status), 11};
   res.set(bhttp::field::content_type, "application/json");
@@ -171,22 +172,23 @@ awaitable<void> Server::Serve(tcp::socket socket, size_t worker) {
                                       "request_timeout", ProtocolError::kHeaderTimeout);
       } else if (ec == bhttp::error::header_limit) {
         co_await RespondProtocolError(stream, 431, "the request headers are larger than the limit",
-                                      "request_header_fields_too_large", ProtocolError::kHeadersTooLarge);
+                                      "request_header_fields_too_large",
+                                      ProtocolError::kHeadersTooLarge);
       } else if (ec == bhttp::error::body_limit) {
         co_await RespondProtocolError(stream, 413, "the request body is larger than the limit",
                                       "request_too_large", ProtocolError::kBodyTooLarge);
       } else if (ec != bhttp::error::end_of_stream && ec != asio::error::eof &&
                  ec != asio::error::connection_reset && ec != asio::error::operation_aborted) {
-        co_await RespondProtocolError(stream, 400, "malformed HTTP request: " + ec.message(), "bad_request",
-                                      ProtocolError::kBadRequest);
+        co_await RespondProtocolError(stream, 400, "malformed HTTP request: " + ec.message(),
+                                      "bad_request", ProtocolError::kBadRequest);
       }
       co_return;
     }
     deadline->Cancel();
     // Reject an oversized declared body before reading it.
     if (auto len = parser.content_length(); len && *len > options_.max_body_bytes) {
-      co_await RespondProtocolError(stream, 413, "the request body is larger than the limit", "request_too_large",
-                                    ProtocolError::kBodyTooLarge);
+      co_await RespondProtocolError(stream, 413, "the request body is larger than the limit",
+                                    "request_too_large", ProtocolError::kBodyTooLarge);
       co_return;
     }
     if (parser.get()[bhttp::field::expect] == "100-continue") {
@@ -205,8 +207,8 @@ awaitable<void> Server::Serve(tcp::socket socket, size_t worker) {
         // tcp_stream closed the socket on expiry: nothing more can be sent.
         if (options_.on_protocol_error) options_.on_protocol_error(ProtocolError::kBodyTimeout);
       } else if (ec != asio::error::eof && ec != asio::error::connection_reset) {
-        co_await RespondProtocolError(stream, 400, "malformed HTTP request body: " + ec.message(), "bad_request",
-                                      ProtocolError::kBadRequest);
+        co_await RespondProtocolError(stream, 400, "malformed HTTP request body: " + ec.message(),
+                                      "bad_request", ProtocolError::kBadRequest);
       }
       co_return;
     }

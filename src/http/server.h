@@ -24,8 +24,13 @@ class Exchange {
  public:
   Exchange(beast::tcp_stream& stream, StringRequest& request, size_t worker, Duration write_timeout,
            std::vector<char>& scratch)
-      : stream_(stream), request_(request), worker_(worker), write_timeout_(write_timeout),
-        client_keep_alive_(request.keep_alive()), client_version_(request.version()), scratch_(scratch) {}
+      : stream_(stream),
+        request_(request),
+        worker_(worker),
+        write_timeout_(write_timeout),
+        client_keep_alive_(request.keep_alive()),
+        client_version_(request.version()),
+        scratch_(scratch) {}
   // A buffer owned by the connection, reused by each of its requests (e.g. for relaying).
   std::vector<char>& scratch() { return scratch_; }
   // The index of the worker thread serving this connection (for worker-local state).
@@ -70,10 +75,11 @@ enum class ProtocolError {
 struct ServerOptions {
   uint32_t max_header_bytes = 32 << 10;
   uint64_t max_body_bytes = 16 << 20;
-  Duration header_timeout = std::chrono::seconds(10);  // from first byte (or accept) to full headers
-  Duration body_timeout = std::chrono::seconds(60);    // to receive the whole body
-  Duration idle_timeout = std::chrono::seconds(60);    // keep-alive wait for the next request
-  Duration write_timeout = std::chrono::seconds(60);   // to write one response (Exchange::Respond)
+  Duration header_timeout =
+      std::chrono::seconds(10);                       // from first byte (or accept) to full headers
+  Duration body_timeout = std::chrono::seconds(60);   // to receive the whole body
+  Duration idle_timeout = std::chrono::seconds(60);   // keep-alive wait for the next request
+  Duration write_timeout = std::chrono::seconds(60);  // to write one response (Exchange::Respond)
   // Renders the body of a protocol error response (status, message, code). Default: plain JSON.
   std::function<std::string(int, const std::string&, const std::string&)> error_body;
   std::function<void(ProtocolError)> on_protocol_error;
@@ -98,8 +104,9 @@ class Server {
  private:
   awaitable<void> Accept(tcp::acceptor& acceptor, size_t worker);
   awaitable<void> Serve(tcp::socket socket, size_t worker);
-  awaitable<void> RespondProtocolError(beast::tcp_stream& stream, int status, const std::string& message,
-                                       const std::string& code, ProtocolError kind);
+  awaitable<void> RespondProtocolError(beast::tcp_stream& stream, int status,
+                                       const std::string& message, const std::string& code,
+                                       ProtocolError kind);
 
   std::vector<asio::io_context*> workers_;
   ServerOptions options_;
@@ -108,7 +115,8 @@ class Server {
   uint16_t port_ = 0;
   // Shared with connection coroutines, whose frames may be destroyed after the server (when
   // their io_context is torn down).
-  std::shared_ptr<std::atomic<uint64_t>> open_connections_ = std::make_shared<std::atomic<uint64_t>>(0);
+  std::shared_ptr<std::atomic<uint64_t>> open_connections_ =
+      std::make_shared<std::atomic<uint64_t>>(0);
   std::atomic<uint64_t> accepted_{0};
 };
 

@@ -6,11 +6,16 @@ namespace infergrid::http {
 
 const char* AcquireErrorName(AcquireError e) {
   switch (e) {
-    case AcquireError::kNone: return "none";
-    case AcquireError::kConnectFailed: return "connect_failed";
-    case AcquireError::kConnectTimeout: return "connect_timeout";
-    case AcquireError::kExhausted: return "pool_exhausted";
-    case AcquireError::kResolveFailed: return "resolve_failed";
+    case AcquireError::kNone:
+      return "none";
+    case AcquireError::kConnectFailed:
+      return "connect_failed";
+    case AcquireError::kConnectTimeout:
+      return "connect_timeout";
+    case AcquireError::kExhausted:
+      return "pool_exhausted";
+    case AcquireError::kResolveFailed:
+      return "resolve_failed";
   }
   return "unknown";
 }
@@ -49,8 +54,8 @@ namespace {
 bool LooksAlive(beast::tcp_stream& s) {
   char byte;
   ssize_t n = ::recv(s.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n == 0) return false;                  // orderly close
-  if (n > 0) return false;                   // unexpected bytes: not a clean keep-alive
+  if (n == 0) return false;  // orderly close
+  if (n > 0) return false;   // unexpected bytes: not a clean keep-alive
   return errno == EAGAIN || errno == EWOULDBLOCK;
 }
 }  // namespace
@@ -73,9 +78,10 @@ awaitable<AcquireResult> UpstreamPool::Acquire(Duration connect_timeout, bool fr
     }
     if (open_ < options_.max_connections) break;
     if (now >= deadline) {
-      co_return AcquireResult{{}, AcquireError::kExhausted,
-                              "all " + std::to_string(options_.max_connections) + " connections to " +
-                                  target_.HostHeader() + " are busy"};
+      co_return AcquireResult{{},
+                              AcquireError::kExhausted,
+                              "all " + std::to_string(options_.max_connections) +
+                                  " connections to " + target_.HostHeader() + " are busy"};
     }
     auto timer = std::make_shared<asio::steady_timer>(ex_);
     timer->expires_at(deadline);
@@ -95,11 +101,13 @@ awaitable<AcquireResult> UpstreamPool::Acquire(Duration connect_timeout, bool fr
       resolved_.push_back(*literal);
     } else {
       tcp::resolver resolver(ex_);
-      auto results = co_await resolver.async_resolve(target_.host, std::to_string(target_.port), with_ec(ec));
+      auto results =
+          co_await resolver.async_resolve(target_.host, std::to_string(target_.port), with_ec(ec));
       if (ec) {
         --open_;
         WakeOne();
-        co_return AcquireResult{{}, AcquireError::kResolveFailed,
+        co_return AcquireResult{{},
+                                AcquireError::kResolveFailed,
                                 "cannot resolve " + target_.host + ": " + ec.message()};
       }
       for (const auto& r : results) resolved_.push_back(r.endpoint());
@@ -112,7 +120,8 @@ awaitable<AcquireResult> UpstreamPool::Acquire(Duration connect_timeout, bool fr
     --open_;
     WakeOne();
     bool timeout = ec == beast::error::timeout;
-    co_return AcquireResult{{}, timeout ? AcquireError::kConnectTimeout : AcquireError::kConnectFailed,
+    co_return AcquireResult{{},
+                            timeout ? AcquireError::kConnectTimeout : AcquireError::kConnectFailed,
                             "cannot connect to " + target_.HostHeader() + ": " + ec.message()};
   }
   stream->expires_never();
@@ -149,4 +158,3 @@ void UpstreamPool::WakeOne() {
 }
 
 }  // namespace infergrid::http
-

@@ -6,7 +6,8 @@ namespace infergrid::http {
 
 Result<HostPort> ParseHttpUrl(const std::string& url) {
   const std::string prefix = "http://";
-  if (url.compare(0, prefix.size(), prefix) != 0) return Status::Error("expected http://HOST:PORT: " + url);
+  if (url.compare(0, prefix.size(), prefix) != 0)
+    return Status::Error("expected http://HOST:PORT: " + url);
   std::string rest = url.substr(prefix.size());
   if (!rest.empty() && rest.back() == '/') rest.pop_back();
   auto hp = ParseHostPort(rest);

@@ -1,8 +1,8 @@
 #include "metrics/registry.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 namespace infergrid::metrics {
 namespace {
@@ -40,9 +40,12 @@ void RenderLabels(std::string* out, const std::vector<std::string>& names,
 
 const char* TypeName(Type t) {
   switch (t) {
-    case Type::kCounter: return "counter";
-    case Type::kGauge: return "gauge";
-    case Type::kHistogram: return "histogram";
+    case Type::kCounter:
+      return "counter";
+    case Type::kGauge:
+      return "gauge";
+    case Type::kHistogram:
+      return "histogram";
   }
   return "untyped";
 }
@@ -104,13 +107,17 @@ void Histogram::Observe(double v) {
 
 uint64_t Histogram::cumulative(size_t i) const {
   uint64_t total = 0;
-  for (size_t j = 0; j <= i && j <= bounds_->size(); ++j) total += buckets_[j].load(std::memory_order_relaxed);
+  for (size_t j = 0; j <= i && j <= bounds_->size(); ++j)
+    total += buckets_[j].load(std::memory_order_relaxed);
   return total;
 }
 
 Family::Family(Type type, std::string name, std::string help, std::vector<std::string> labels,
                std::vector<double> bounds)
-    : type_(type), name_(std::move(name)), help_(std::move(help)), labels_(std::move(labels)),
+    : type_(type),
+      name_(std::move(name)),
+      help_(std::move(help)),
+      labels_(std::move(labels)),
       bounds_(std::move(bounds)) {}
 
 template <>
@@ -140,7 +147,8 @@ Gauge* GaugeFamily::With(const LabelValues& values) { return Child<Gauge>(values
 Histogram* HistogramFamily::With(const LabelValues& values) { return Child<Histogram>(values); }
 
 void Family::Render(std::string* out) const {
-  *out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name_, EscapeHelp(help_), name_, TypeName(type_));
+  *out +=
+      fmt::format("# HELP {} {}\n# TYPE {} {}\n", name_, EscapeHelp(help_), name_, TypeName(type_));
   std::lock_guard lock(mu_);
   switch (type_) {
     case Type::kCounter:
@@ -161,7 +169,8 @@ void Family::Render(std::string* out) const {
       for (const auto& [values, h] : histograms_) {
         for (size_t i = 0; i <= bounds_.size(); ++i) {
           *out += name_ + "_bucket";
-          RenderLabels(out, labels_, values, "le", i < bounds_.size() ? FormatValue(bounds_[i]) : "+Inf");
+          RenderLabels(out, labels_, values, "le",
+                       i < bounds_.size() ? FormatValue(bounds_[i]) : "+Inf");
           *out += " " + std::to_string(h->cumulative(i)) + "\n";
         }
         *out += name_ + "_sum";
@@ -175,25 +184,28 @@ void Family::Render(std::string* out) const {
   }
 }
 
-CounterFamily* Registry::AddCounter(std::string name, std::string help, std::vector<std::string> labels) {
-  auto f = std::make_unique<CounterFamily>(Type::kCounter, std::move(name), std::move(help), std::move(labels),
-                                           std::vector<double>{});
+CounterFamily* Registry::AddCounter(std::string name, std::string help,
+                                    std::vector<std::string> labels) {
+  auto f = std::make_unique<CounterFamily>(Type::kCounter, std::move(name), std::move(help),
+                                           std::move(labels), std::vector<double>{});
   auto* raw = f.get();
   std::lock_guard lock(mu_);
   families_.push_back(std::move(f));
   return raw;
 }
 
-GaugeFamily* Registry::AddGauge(std::string name, std::string help, std::vector<std::string> labels) {
-  auto f = std::make_unique<GaugeFamily>(Type::kGauge, std::move(name), std::move(help), std::move(labels),
-                                         std::vector<double>{});
+GaugeFamily* Registry::AddGauge(std::string name, std::string help,
+                                std::vector<std::string> labels) {
+  auto f = std::make_unique<GaugeFamily>(Type::kGauge, std::move(name), std::move(help),
+                                         std::move(labels), std::vector<double>{});
   auto* raw = f.get();
   std::lock_guard lock(mu_);
   families_.push_back(std::move(f));
   return raw;
 }
 
-HistogramFamily* Registry::AddHistogram(std::string name, std::string help, std::vector<std::string> labels,
+HistogramFamily* Registry::AddHistogram(std::string name, std::string help,
+                                        std::vector<std::string> labels,
                                         std::vector<double> bounds) {
   auto f = std::make_unique<HistogramFamily>(Type::kHistogram, std::move(name), std::move(help),
                                              std::move(labels), std::move(bounds));

@@ -104,8 +104,8 @@ class Registry {
  public:
   CounterFamily* AddCounter(std::string name, std::string help, std::vector<std::string> labels);
   GaugeFamily* AddGauge(std::string name, std::string help, std::vector<std::string> labels);
-  HistogramFamily* AddHistogram(std::string name, std::string help,
-                                std::vector<std::string> labels, std::vector<double> bounds);
+  HistogramFamily* AddHistogram(std::string name, std::string help, std::vector<std::string> labels,
+                                std::vector<double> bounds);
   void AddGaugeCallback(std::string name, std::string help, std::vector<std::string> labels,
                         GaugeCallback cb);
   std::string Render() const;

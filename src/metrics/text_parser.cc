@@ -1,8 +1,8 @@
 #include "metrics/text_parser.h"
 
-#include <cstdlib>
-
 #include <fmt/format.h>
+
+#include <cstdlib>
 
 #include "common/strings.h"
 

@@ -34,14 +34,15 @@ Status PluginContext::CheckParams(std::initializer_list<const char*> allowed) co
       list += (list.empty() ? "" : ", ") + std::string(a);
     }
     if (!ok) {
-      return ParamError(p, fmt::format("unknown parameter '{}' of '{}'; expected {}", key, config.name,
-                                       list.empty() ? "none" : "one of: " + list));
+      return ParamError(p, fmt::format("unknown parameter '{}' of '{}'; expected {}", key,
+                                       config.name, list.empty() ? "none" : "one of: " + list));
     }
   }
   return Status::Ok();
 }
 
-Result<double> PluginContext::Number(const char* key, double fallback, double min, double max) const {
+Result<double> PluginContext::Number(const char* key, double fallback, double min,
+                                     double max) const {
   auto it = config.parameters.find(key);
   if (it == config.parameters.end()) return fallback;
   char* end = nullptr;
@@ -50,19 +51,22 @@ Result<double> PluginContext::Number(const char* key, double fallback, double mi
     return ParamError(it->second, fmt::format("expected a number, got '{}'", it->second.value));
   }
   if (!(v >= min && v <= max)) {
-    return ParamError(it->second, fmt::format("expected a number from {} to {}, got {}", min, max, v));
+    return ParamError(it->second,
+                      fmt::format("expected a number from {} to {}, got {}", min, max, v));
   }
   return v;
 }
 
 Result<std::unique_ptr<Scheduler>> PluginRegistry::Build(const config::SchedulingProfile& profile,
-                                                         const std::string& source, uint64_t seed) const {
+                                                         const std::string& source,
+                                                         uint64_t seed) const {
   std::vector<std::unique_ptr<Filter>> filters;
   for (const auto& fc : profile.filters) {
     PluginContext ctx{fc, source};
     auto it = filters_.find(fc.name);
     if (it == filters_.end()) {
-      return ctx.Error(fmt::format("unknown filter '{}'; expected one of: {}", fc.name, Names(filters_)));
+      return ctx.Error(
+          fmt::format("unknown filter '{}'; expected one of: {}", fc.name, Names(filters_)));
     }
     IG_ASSIGN_OR_RETURN(auto f, it->second(ctx));
     filters.push_back(std::move(f));
@@ -72,7 +76,8 @@ Result<std::unique_ptr<Scheduler>> PluginRegistry::Build(const config::Schedulin
     PluginContext ctx{sc, source};
     auto it = scorers_.find(sc.name);
     if (it == scorers_.end()) {
-      return ctx.Error(fmt::format("unknown scorer '{}'; expected one of: {}", sc.name, Names(scorers_)));
+      return ctx.Error(
+          fmt::format("unknown scorer '{}'; expected one of: {}", sc.name, Names(scorers_)));
     }
     IG_ASSIGN_OR_RETURN(auto s, it->second(ctx));
     scorers.push_back(WeightedScorer{std::move(s), sc.weight});
@@ -80,10 +85,12 @@ Result<std::unique_ptr<Scheduler>> PluginRegistry::Build(const config::Schedulin
   PluginContext pctx{profile.picker, source};
   auto it = pickers_.find(profile.picker.name);
   if (it == pickers_.end()) {
-    return pctx.Error(fmt::format("unknown picker '{}'; expected one of: {}", profile.picker.name, Names(pickers_)));
+    return pctx.Error(fmt::format("unknown picker '{}'; expected one of: {}", profile.picker.name,
+                                  Names(pickers_)));
   }
   IG_ASSIGN_OR_RETURN(auto picker, it->second(pctx));
-  return std::make_unique<Scheduler>(profile.name, std::move(filters), std::move(scorers), std::move(picker), seed);
+  return std::make_unique<Scheduler>(profile.name, std::move(filters), std::move(scorers),
+                                     std::move(picker), seed);
 }
 
 void RegisterBuiltins(PluginRegistry* r) {

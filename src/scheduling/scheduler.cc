@@ -3,7 +3,8 @@
 namespace infergrid::scheduling {
 
 Scheduler::Scheduler(std::string profile_name, std::vector<std::unique_ptr<Filter>> filters,
-                     std::vector<WeightedScorer> scorers, std::unique_ptr<Picker> picker, uint64_t seed)
+                     std::vector<WeightedScorer> scorers, std::unique_ptr<Picker> picker,
+                     uint64_t seed)
     : profile_name_(std::move(profile_name)),
       filters_(std::move(filters)),
       scorers_(std::move(scorers)),

@@ -4,9 +4,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <future>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "fake_vllm.h"
@@ -16,15 +16,16 @@ namespace infergrid::gateway {
 namespace {
 
 using nlohmann::json;
-using ::testing::HasSubstr;
 using testing::FakeVllm;
 using testing::FakeVllmOptions;
 using testing::Get;
+using ::testing::HasSubstr;
 using testing::PostJson;
 using testing::RequestSpec;
 using testing::WaitFor;
 
-const std::string kChat = R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":4})";
+const std::string kChat =
+    R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":4})";
 
 class GatewayTest : public ::testing::Test {
  protected:
@@ -39,10 +40,12 @@ class GatewayTest : public ::testing::Test {
     std::string eps;
     for (auto& f : fakes_) eps += "    - " + f->url() + "\n";
     for (auto& e : extra_endpoints) eps += "    - " + e + "\n";
-    std::string yaml = "apiVersion: infergrid.dev/v1\nkind: Gateway\nspec:\n  listen: 127.0.0.1:0\n  workers: 2\n" +
-                       extra_spec +
-                       "  pools:\n  - name: main\n    models:\n    - name: test-model\n      aliases: [tm]\n" +
-                       pool_extra + "    endpoints:\n" + eps;
+    std::string yaml =
+        "apiVersion: infergrid.dev/v1\nkind: Gateway\nspec:\n  listen: 127.0.0.1:0\n  workers: "
+        "2\n" +
+        extra_spec +
+        "  pools:\n  - name: main\n    models:\n    - name: test-model\n      aliases: [tm]\n" +
+        pool_extra + "    endpoints:\n" + eps;
     auto cfg = config::ParseGateway(yaml, "test.yaml");
     ASSERT_TRUE(cfg.ok()) << cfg.status().message();
     auto gw = Gateway::Create(*cfg);
@@ -95,7 +98,8 @@ void ExpectOpenAiError(const testing::HttpResult& r, int status, const std::stri
 TEST_F(GatewayTest, ChatIsForwardedWithTheBodyUnchanged) {
   Start(1);
   // Odd spacing and a field the gateway does not know: both must reach the server as sent.
-  std::string body = R"({ "model" : "test-model", "messages":[{"role":"user","content":"hi"}],  "max_tokens":3,
+  std::string body =
+      R"({ "model" : "test-model", "messages":[{"role":"user","content":"hi"}],  "max_tokens":3,
     "vendor_extension": {"x": [1, 2]} })";
   auto r = PostJson(port_, "/v1/chat/completions", body);
   ASSERT_EQ(r.status, 200) << r.body;
@@ -109,8 +113,9 @@ TEST_F(GatewayTest, ChatIsForwardedWithTheBodyUnchanged) {
 TEST_F(GatewayTest, ChunkedUploadsAreForwardedWhole) {
   Start(1);
   std::string body = kChat;
-  std::string raw = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                    "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+  std::string raw =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
   for (size_t i = 0; i < body.size(); i += 10) {
     std::string part = body.substr(i, 10);
     char len[16];
@@ -130,7 +135,8 @@ TEST_F(GatewayTest, CompletionsAndAliasesRoute) {
   // The alias reaches the pool; the server (which serves only the real name) answers 404 in
   // vLLM's shape and the gateway relays it unchanged.
   EXPECT_EQ(r.status, 404);
-  r = PostJson(port_, "/v1/completions", R"({"model":"test-model","prompt":"hello","max_tokens":2})");
+  r = PostJson(port_, "/v1/completions",
+               R"({"model":"test-model","prompt":"hello","max_tokens":2})");
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(ParseBody(r)["object"], "text_completion");
   EXPECT_EQ(TotalRequestsAtFakes(), 2u);
@@ -157,11 +163,13 @@ TEST_F(GatewayTest, StreamsArriveChunkByChunkWithUsageAndDone) {
   RequestSpec s;
   s.method = "POST";
   s.target = "/v1/chat/completions";
-  s.body = R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"stream":true,
+  s.body =
+      R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"stream":true,
                "stream_options":{"include_usage":true}})";
   s.headers["x-fake-token-delay-ms"] = "150";
   s.on_piece = [&](const std::string&) {
-    arrivals.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    arrivals.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return true;
   };
   auto r = testing::Request(port_, s);
@@ -189,21 +197,23 @@ TEST_F(GatewayTest, UnknownModelIs404InOpenAiShape) {
 TEST_F(GatewayTest, BadBodiesAre400AndTheGatewayKeepsServing) {
   Start(1);
   ExpectOpenAiError(PostJson(port_, "/v1/chat/completions", "{\"model\": "), 400, "invalid_json");
-  ExpectOpenAiError(PostJson(port_, "/v1/chat/completions", R"({"model":"test-model","messages":"hi"})"), 400,
-                    "invalid_type");
-  ExpectOpenAiError(PostJson(port_, "/v1/chat/completions", R"({"messages":[{"role":"user"}]})"), 400,
-                    "missing_required_parameter");
+  ExpectOpenAiError(
+      PostJson(port_, "/v1/chat/completions", R"({"model":"test-model","messages":"hi"})"), 400,
+      "invalid_type");
+  ExpectOpenAiError(PostJson(port_, "/v1/chat/completions", R"({"messages":[{"role":"user"}]})"),
+                    400, "missing_required_parameter");
   EXPECT_EQ(TotalRequestsAtFakes(), 0u);
   EXPECT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
 }
 
 TEST_F(GatewayTest, OversizedBodyIs413) {
   Start(1, "  limits:\n    maxRequestBodyBytes: 4096\n");
-  std::string big = R"({"model":"test-model","messages":[{"role":"user","content":")" + std::string(8000, 'a') +
-                    "\"}]}";
+  std::string big = R"({"model":"test-model","messages":[{"role":"user","content":")" +
+                    std::string(8000, 'a') + "\"}]}";
   ExpectOpenAiError(PostJson(port_, "/v1/chat/completions", big), 413, "request_too_large");
   // Chunked uploads are cut off at the limit too.
-  std::string chunked = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string chunked =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
   for (int i = 0; i < 10; ++i) chunked += "3e8\r\n" + std::string(1000, 'a') + "\r\n";
   chunked += "0\r\n\r\n";
   EXPECT_THAT(testing::RawExchange(port_, chunked, std::chrono::seconds(5)), HasSubstr("413"));
@@ -221,7 +231,8 @@ TEST_F(GatewayTest, OversizedHeadersAre431) {
 TEST_F(GatewayTest, SlowHeadersAre408) {
   Start(1, "  timeouts:\n    requestHeaders: 300ms\n");
   std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
-  std::string got = testing::RawExchange(port_, req, std::chrono::seconds(5), 20, std::chrono::milliseconds(1500));
+  std::string got = testing::RawExchange(port_, req, std::chrono::seconds(5), 20,
+                                         std::chrono::milliseconds(1500));
   EXPECT_THAT(got, HasSubstr("HTTP/1.1 408"));
   EXPECT_THAT(got, HasSubstr("\"code\":\"request_timeout\""));
   EXPECT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
@@ -229,17 +240,19 @@ TEST_F(GatewayTest, SlowHeadersAre408) {
 
 TEST_F(GatewayTest, ConnectionCloseAndHttp10AreHonoured) {
   Start(1);
-  std::string body = R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true})";
-  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
-                    std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string body =
+      R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true})";
+  std::string req =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   auto t0 = std::chrono::steady_clock::now();
   std::string got = testing::RawExchange(port_, req, std::chrono::seconds(20));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));  // the server closed
   EXPECT_THAT(got, HasSubstr("Connection: close"));
   EXPECT_THAT(got, HasSubstr("data: [DONE]"));
   // An HTTP/1.0 client cannot read chunked framing: it gets the raw stream, ended by close.
-  req = "POST /v1/chat/completions HTTP/1.0\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
-        "\r\n\r\n" + body;
+  req = "POST /v1/chat/completions HTTP/1.0\r\nHost: x\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
   got = testing::RawExchange(port_, req, std::chrono::seconds(20));
   EXPECT_THAT(got, HasSubstr("HTTP/1.0 200"));
   EXPECT_THAT(got, ::testing::Not(HasSubstr("chunked")));
@@ -248,8 +261,11 @@ TEST_F(GatewayTest, ConnectionCloseAndHttp10AreHonoured) {
 
 TEST_F(GatewayTest, ExpectContinueIsAnsweredOnceAndNotForwarded) {
   Start(1);
-  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nConnection: close\r\n"
-                    "Content-Length: " + std::to_string(kChat.size()) + "\r\n\r\n" + kChat;
+  std::string req =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nConnection: "
+      "close\r\n"
+      "Content-Length: " +
+      std::to_string(kChat.size()) + "\r\n\r\n" + kChat;
   std::string got = testing::RawExchange(port_, req, std::chrono::seconds(20));
   EXPECT_EQ(got.find("HTTP/1.1 100 Continue"), 0u) << got;
   EXPECT_EQ(got.find("HTTP/1.1 100", 5), std::string::npos) << got;  // not relayed a second time
@@ -284,7 +300,8 @@ TEST_F(GatewayTest, UpstreamResetMidStreamEndsTheStreamWithAnErrorEvent) {
   RequestSpec s;
   s.method = "POST";
   s.target = "/v1/chat/completions";
-  s.body = R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":8,"stream":true})";
+  s.body =
+      R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":8,"stream":true})";
   s.headers["x-fake-reset-after"] = "2";
   auto r = testing::Request(port_, s);
   EXPECT_EQ(r.status, 200);
@@ -293,7 +310,8 @@ TEST_F(GatewayTest, UpstreamResetMidStreamEndsTheStreamWithAnErrorEvent) {
   EXPECT_THAT(r.body, HasSubstr("\"code\":\"reset_mid_stream\""));
   EXPECT_EQ(r.body.find("[DONE]"), std::string::npos);
   EXPECT_TRUE(WaitFor([&] {
-    return Metric("infergrid_upstream_errors_total{endpoint=\"" + fakes_[0]->url() + "\",kind=\"reset_mid_stream\"}") == 1;
+    return Metric("infergrid_upstream_errors_total{endpoint=\"" + fakes_[0]->url() +
+                  "\",kind=\"reset_mid_stream\"}") == 1;
   }));
   EXPECT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
 }
@@ -312,8 +330,10 @@ TEST_F(GatewayTest, ClientThatLeavesWhileWaitingCancelsUpstream) {
   EXPECT_TRUE(WaitFor([&] {
     return Metric("infergrid_client_disconnects_total{phase=\"before_response\"}") == 1;
   }));
-  EXPECT_TRUE(WaitFor([&] { return Metric("infergrid_endpoint_in_flight_requests{pool=\"main\",endpoint=\"" +
-                                          fakes_[0]->url() + "\"}") == 0; }));
+  EXPECT_TRUE(WaitFor([&] {
+    return Metric("infergrid_endpoint_in_flight_requests{pool=\"main\",endpoint=\"" +
+                  fakes_[0]->url() + "\"}") == 0;
+  }));
 }
 
 TEST_F(GatewayTest, ClientThatLeavesMidStreamCancelsUpstream) {
@@ -321,7 +341,8 @@ TEST_F(GatewayTest, ClientThatLeavesMidStreamCancelsUpstream) {
   RequestSpec s;
   s.method = "POST";
   s.target = "/v1/chat/completions";
-  s.body = R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":200,"stream":true})";
+  s.body =
+      R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":200,"stream":true})";
   s.headers["x-fake-token-delay-ms"] = "50";
   int pieces = 0;
   s.on_piece = [&](const std::string&) { return ++pieces < 2; };
@@ -353,7 +374,9 @@ TEST_F(GatewayTest, UnreachableEndpointIs502AndIsAvoidedAfterwards) {
   Start(0, "  endpointMetrics:\n    enabled: false\n", "", {dead_url});
   auto r = PostJson(port_, "/v1/chat/completions", kChat);
   ExpectOpenAiError(r, 502, "connect_failed");
-  EXPECT_EQ(Metric("infergrid_upstream_errors_total{endpoint=\"" + dead_url + "\",kind=\"connect_failed\"}"), 1);
+  EXPECT_EQ(Metric("infergrid_upstream_errors_total{endpoint=\"" + dead_url +
+                   "\",kind=\"connect_failed\"}"),
+            1);
   // The only endpoint is now known unreachable: not ready, and requests fail fast with 503.
   EXPECT_EQ(Get(port_, "/ready").status, 503);
   EXPECT_EQ(Get(port_, "/health").status, 200);
@@ -375,20 +398,20 @@ TEST_F(GatewayTest, LeastLoadSpreadsConcurrentRequestsEvenly) {
 }
 
 TEST_F(GatewayTest, RoundRobinProfileAlternates) {
-  Start(2,
-        "  schedulingProfiles:\n  - name: rr\n    picker: {name: round-robin}\n",
+  Start(2, "  schedulingProfiles:\n  - name: rr\n    picker: {name: round-robin}\n",
         "    schedulingProfile: rr\n");
   for (int i = 0; i < 6; ++i) ASSERT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
   EXPECT_EQ(fakes_[0]->stats().requests, 3u);
   EXPECT_EQ(fakes_[1]->stats().requests, 3u);
-  EXPECT_EQ(Metric("infergrid_routing_decisions_total{pool=\"main\",profile=\"rr\",endpoint=\"" + fakes_[0]->url() +
-                   "\"}"),
+  EXPECT_EQ(Metric("infergrid_routing_decisions_total{pool=\"main\",profile=\"rr\",endpoint=\"" +
+                   fakes_[0]->url() + "\"}"),
             3);
 }
 
 TEST_F(GatewayTest, UpstreamConnectionsAreKeptAlive) {
   Start(1, "  endpointMetrics:\n    enabled: false\n");  // scrapes use connections of their own
-  for (int i = 0; i < 20; ++i) ASSERT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
+  for (int i = 0; i < 20; ++i)
+    ASSERT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
   // Twenty requests over at most one pooled connection per gateway worker.
   EXPECT_LE(fakes_[0]->stats().connections, 2u);
   EXPECT_EQ(fakes_[0]->stats().requests, 20u);
@@ -396,8 +419,10 @@ TEST_F(GatewayTest, UpstreamConnectionsAreKeptAlive) {
 
 TEST_F(GatewayTest, ScrapesVllmGaugesIntoItsOwnMetrics) {
   Start(1, "  endpointMetrics:\n    interval: 50ms\n");
-  std::string running = "infergrid_endpoint_num_requests_running{pool=\"main\",endpoint=\"" + fakes_[0]->url() + "\"}";
-  std::string hits = "infergrid_endpoint_prefix_cache_hits{pool=\"main\",endpoint=\"" + fakes_[0]->url() + "\"}";
+  std::string running = "infergrid_endpoint_num_requests_running{pool=\"main\",endpoint=\"" +
+                        fakes_[0]->url() + "\"}";
+  std::string hits =
+      "infergrid_endpoint_prefix_cache_hits{pool=\"main\",endpoint=\"" + fakes_[0]->url() + "\"}";
   EXPECT_TRUE(WaitFor([&] { return Metric(hits) == 40; }));
   // While a slow request runs, the scraped running gauge sees it.
   auto slow = std::async(std::launch::async, [&] {
@@ -422,11 +447,13 @@ TEST_F(GatewayTest, MetricsCountRequestsByPoolModelEndpointAndStatus) {
   Start(1);
   ASSERT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
   ASSERT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
-  std::string key = "infergrid_requests_total{pool=\"main\",model=\"test-model\",endpoint=\"" + fakes_[0]->url() +
-                    "\",code=\"200\"}";
+  std::string key = "infergrid_requests_total{pool=\"main\",model=\"test-model\",endpoint=\"" +
+                    fakes_[0]->url() + "\",code=\"200\"}";
   EXPECT_TRUE(WaitFor([&] { return Metric(key) == 2; }));
-  EXPECT_EQ(Metric("infergrid_time_to_first_byte_seconds_count{pool=\"main\",model=\"test-model\"}"), 2);
-  EXPECT_EQ(Metric("infergrid_request_duration_seconds_count{pool=\"main\",model=\"test-model\"}"), 2);
+  EXPECT_EQ(
+      Metric("infergrid_time_to_first_byte_seconds_count{pool=\"main\",model=\"test-model\"}"), 2);
+  EXPECT_EQ(Metric("infergrid_request_duration_seconds_count{pool=\"main\",model=\"test-model\"}"),
+            2);
 }
 
 }  // namespace

@@ -67,7 +67,8 @@ awaitable<bool> SleepWatching(tcp::socket& s, int ms) {
   co_return !PeerClosed(s);
 }
 
-awaitable<void> Respond(Exchange& ex, int status, std::string body, std::string type = "application/json") {
+awaitable<void> Respond(Exchange& ex, int status, std::string body,
+                        std::string type = "application/json") {
   StringResponse res{static_cast<bhttp::status>(status), 11};
   res.set(bhttp::field::content_type, type);
   res.body() = std::move(body);
@@ -88,7 +89,8 @@ int HeaderInt(const StringRequest& r, const char* name, int fallback) {
 }
 
 std::string VllmError(const std::string& message, const std::string& type, int code) {
-  return json{{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}}.dump();
+  return json{{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}}
+      .dump();
 }
 
 }  // namespace
@@ -99,16 +101,18 @@ awaitable<void> FakeVllm::Handle(Exchange& ex) {
   if (target == "/health") {
     co_await Respond(ex, 200, "");
   } else if (target == "/v1/models") {
-    std::string body = json{{"object", "list"},
-                            {"data", {{{"id", options_.model}, {"object", "model"}, {"owned_by", "vllm"}}}}}
-                           .dump();
+    std::string body =
+        json{{"object", "list"},
+             {"data", {{{"id", options_.model}, {"object", "model"}, {"owned_by", "vllm"}}}}}
+            .dump();
     co_await Respond(ex, 200, std::move(body));
   } else if (target == "/metrics") {
     int64_t active = active_.load();
     std::string m;
     m += "# HELP vllm:num_requests_running Number of requests in model execution batches.\n";
     m += "# TYPE vllm:num_requests_running gauge\n";
-    m += "vllm:num_requests_running{engine=\"0\",model_name=\"" + options_.model + "\"} " + std::to_string(active) + "\n";
+    m += "vllm:num_requests_running{engine=\"0\",model_name=\"" + options_.model + "\"} " +
+         std::to_string(active) + "\n";
     m += "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n";
     m += "# TYPE vllm:num_requests_waiting gauge\n";
     m += "vllm:num_requests_waiting{engine=\"0\",model_name=\"" + options_.model + "\"} 0\n";
@@ -117,15 +121,20 @@ awaitable<void> FakeVllm::Handle(Exchange& ex) {
     m += "vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"" + options_.model + "\"} " +
          std::to_string(std::min(1.0, active / 64.0)) + "\n";
     m += "# TYPE vllm:prefix_cache_queries counter\n";
-    m += "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"" + options_.model + "\"} 100\n";
+    m +=
+        "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"" + options_.model + "\"} 100\n";
     m += "# TYPE vllm:prefix_cache_hits counter\n";
     m += "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"" + options_.model + "\"} 40\n";
     co_await Respond(ex, 200, m, "text/plain; version=0.0.4");
   } else if (target == "/fake/stats") {
     auto s = stats();
-    std::string body = json{{"requests", s.requests}, {"cancelled", s.cancelled}, {"completed", s.completed},
-                            {"active", s.active}, {"last_body", s.last_body}}
-                           .dump();
+    std::string body = json{
+        {"requests", s.requests},
+        {"cancelled", s.cancelled},
+        {"completed", s.completed},
+        {"active", s.active},
+        {"last_body",
+         s.last_body}}.dump();
     co_await Respond(ex, 200, std::move(body));
   } else if (target == "/v1/chat/completions" || target == "/v1/completions") {
     co_await Complete(ex, target == "/v1/chat/completions");
@@ -176,8 +185,9 @@ awaitable<void> FakeVllm::Complete(Exchange& ex, bool chat) {
   bool stream = body.value("stream", false);
   bool include_usage = body.contains("stream_options") && body["stream_options"].is_object() &&
                        body["stream_options"].value("include_usage", false);
-  size_t prompt_chars = chat && body.contains("messages") ? body["messages"].dump().size()
-                                                          : body.value("prompt", json("")).dump().size();
+  size_t prompt_chars = chat && body.contains("messages")
+                            ? body["messages"].dump().size()
+                            : body.value("prompt", json("")).dump().size();
   int prompt_tokens = static_cast<int>(prompt_chars / 4) + 1;
   tcp::socket& sock = ex.stream().socket();
 
@@ -211,11 +221,16 @@ awaitable<void> FakeVllm::Complete(Exchange& ex, bool chat) {
     }
     std::string text;
     for (int i = 0; i < max_tokens; ++i) text += "tok ";
-    json choice = chat ? json{{"index", 0}, {"message", {{"role", "assistant"}, {"content", text}}},
+    json choice = chat ? json{{"index", 0},
+                              {"message", {{"role", "assistant"}, {"content", text}}},
                               {"finish_reason", "length"}}
                        : json{{"index", 0}, {"text", text}, {"finish_reason", "length"}};
-    json res_body = {{"id", id}, {"object", object}, {"created", 1700000000}, {"model", model},
-                     {"choices", json::array({choice})}, {"usage", usage}};
+    json res_body = {{"id", id},
+                     {"object", object},
+                     {"created", 1700000000},
+                     {"model", model},
+                     {"choices", json::array({choice})},
+                     {"usage", usage}};
     StringResponse res{bhttp::status::ok, 11};
     res.set(bhttp::field::content_type, "application/json");
     res.body() = res_body.dump();
@@ -254,12 +269,18 @@ awaitable<void> FakeVllm::Complete(Exchange& ex, bool chat) {
       ex.close();
       co_return;
     }
-    json delta = chat ? json{{"index", 0}, {"delta", i == 0 ? json{{"role", "assistant"}, {"content", "tok "}}
-                                                            : json{{"content", "tok "}}},
-                             {"finish_reason", i + 1 == max_tokens ? json("length") : json(nullptr)}}
-                      : json{{"index", 0}, {"text", "tok "},
-                             {"finish_reason", i + 1 == max_tokens ? json("length") : json(nullptr)}};
-    json chunk = {{"id", id}, {"object", chunk_object}, {"created", 1700000000}, {"model", model},
+    json delta =
+        chat ? json{{"index", 0},
+                    {"delta", i == 0 ? json{{"role", "assistant"}, {"content", "tok "}}
+                                     : json{{"content", "tok "}}},
+                    {"finish_reason", i + 1 == max_tokens ? json("length") : json(nullptr)}}
+             : json{{"index", 0},
+                    {"text", "tok "},
+                    {"finish_reason", i + 1 == max_tokens ? json("length") : json(nullptr)}};
+    json chunk = {{"id", id},
+                  {"object", chunk_object},
+                  {"created", 1700000000},
+                  {"model", model},
                   {"choices", json::array({delta})}};
     if (!co_await SendEvent(ex, chunk.dump())) {
       cancelled();
@@ -268,8 +289,8 @@ awaitable<void> FakeVllm::Complete(Exchange& ex, bool chat) {
     }
   }
   if (include_usage) {
-    json chunk = {{"id", id}, {"object", chunk_object}, {"created", 1700000000}, {"model", model},
-                  {"choices", json::array()}, {"usage", usage}};
+    json chunk = {{"id", id},       {"object", chunk_object},   {"created", 1700000000},
+                  {"model", model}, {"choices", json::array()}, {"usage", usage}};
     if (!co_await SendEvent(ex, chunk.dump())) {
       cancelled();
       co_return;

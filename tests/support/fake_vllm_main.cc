@@ -3,10 +3,9 @@
 
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "fake_vllm.h"
 
@@ -17,7 +16,8 @@ int main(int argc, char** argv) {
   app.add_option("--host", o.host, "Address to bind");
   app.add_option("--served-model-name", o.model, "Model name served");
   app.add_option("--token-delay-ms", o.token_delay_ms, "Delay between streamed tokens");
-  app.add_option("--max-tokens", o.default_max_tokens, "Tokens generated when max_tokens is not given");
+  app.add_option("--max-tokens", o.default_max_tokens,
+                 "Tokens generated when max_tokens is not given");
   CLI11_PARSE(app, argc, argv);
 
   sigset_t set;

@@ -14,7 +14,8 @@ awaitable<void> DoRequest(uint16_t port, const RequestSpec& spec, HttpResult* ou
   beast::tcp_stream stream(ex);
   stream.expires_after(spec.timeout);
   error_code ec;
-  co_await stream.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), with_ec(ec));
+  co_await stream.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port),
+                                with_ec(ec));
   if (ec) {
     out->ec = ec;
     co_return;
@@ -23,7 +24,8 @@ awaitable<void> DoRequest(uint16_t port, const RequestSpec& spec, HttpResult* ou
   req.set(bhttp::field::host, "127.0.0.1");
   for (const auto& [k, v] : spec.headers) req.set(k, v);
   if (!spec.body.empty() || spec.method == "POST") {
-    if (req[bhttp::field::content_type].empty()) req.set(bhttp::field::content_type, "application/json");
+    if (req[bhttp::field::content_type].empty())
+      req.set(bhttp::field::content_type, "application/json");
     req.body() = spec.body;
   }
   req.prepare_payload();
@@ -102,7 +104,8 @@ std::string RawExchange(uint16_t port, const std::string& bytes, std::chrono::mi
         beast::tcp_stream stream(io);
         stream.expires_after(timeout);
         error_code ec;
-        co_await stream.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), with_ec(ec));
+        co_await stream.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port),
+                                      with_ec(ec));
         if (ec) co_return;
         std::string first = bytes.substr(0, std::min(pause_after, bytes.size()));
         co_await asio::async_write(stream, asio::buffer(first), with_ec(ec));

@@ -19,7 +19,7 @@ struct HttpResult {
   std::vector<std::string> pieces;  // the body as it arrived, read by read
   http::error_code ec;              // transport error, if any
   bool chunked = false;
-  bool complete = false;            // the body ended as framed (last chunk or full length)
+  bool complete = false;  // the body ended as framed (last chunk or full length)
 };
 
 struct RequestSpec {
@@ -44,6 +44,7 @@ std::string RawExchange(uint16_t port, const std::string& bytes, std::chrono::mi
                         std::chrono::milliseconds pause = std::chrono::milliseconds(0));
 
 // Waits until `cond` holds or `timeout` passes; returns cond().
-bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
+bool WaitFor(const std::function<bool()>& cond,
+             std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
 
 }  // namespace infergrid::testing

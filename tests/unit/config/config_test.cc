@@ -103,13 +103,15 @@ TEST(Config, UnknownFieldNamesFileLineColumnAndPath) {
                   "    endpoints: [http://h:1]\n"
                   "    replicas: 3\n";
   EXPECT_EQ(ErrorOf(y),
-            "bad.yaml:8:5: spec.pools[0].replicas: unknown field 'replicas'; expected one of: endpoints, models, "
+            "bad.yaml:8:5: spec.pools[0].replicas: unknown field 'replicas'; expected one of: "
+            "endpoints, models, "
             "name, schedulingProfile");
 }
 
 TEST(Config, WrongTypeIsReported) {
   std::string y = std::string(kHead) + "  workers: many\n  pools: []\n";
-  EXPECT_THAT(ErrorOf(y), HasSubstr("bad.yaml:4:12: spec.workers: expected an integer, got 'many'"));
+  EXPECT_THAT(ErrorOf(y),
+              HasSubstr("bad.yaml:4:12: spec.workers: expected an integer, got 'many'"));
   y = std::string(kHead) + "  pools:\n    name: a\n";
   EXPECT_THAT(ErrorOf(y), HasSubstr("spec.pools: expected a list"));
 }
@@ -117,17 +119,22 @@ TEST(Config, WrongTypeIsReported) {
 TEST(Config, BadDurationAndUrl) {
   std::string y = std::string(kHead) + "  timeouts:\n    connect: 5\n  pools: []\n";
   EXPECT_THAT(ErrorOf(y), HasSubstr("bad.yaml:5:14: spec.timeouts.connect: '5' has no valid unit"));
-  y = std::string(kHead) + "  pools:\n  - name: a\n    models: [m]\n    endpoints: [\"ftp://h:1\"]\n";
+  y = std::string(kHead) +
+      "  pools:\n  - name: a\n    models: [m]\n    endpoints: [\"ftp://h:1\"]\n";
   EXPECT_THAT(ErrorOf(y), HasSubstr("spec.pools[0].endpoints[0]: expected an http:// URL"));
-  y = std::string(kHead) + "  pools:\n  - name: a\n    models: [m]\n    endpoints: [\"http://h\"]\n";
+  y = std::string(kHead) +
+      "  pools:\n  - name: a\n    models: [m]\n    endpoints: [\"http://h\"]\n";
   EXPECT_THAT(ErrorOf(y), HasSubstr("expected http://HOST:PORT"));
 }
 
 TEST(Config, MissingRequiredFields) {
-  EXPECT_THAT(ErrorOf("kind: Gateway\nspec: {}\n"), HasSubstr("missing required field 'apiVersion'"));
-  EXPECT_THAT(ErrorOf("apiVersion: infergrid.dev/v2\nkind: Gateway\nspec: {}\n"),
-              HasSubstr("bad.yaml:1:13: apiVersion: expected 'infergrid.dev/v1', got 'infergrid.dev/v2'"));
-  EXPECT_THAT(ErrorOf(std::string(kHead) + "  listen: :80\n"), HasSubstr("missing required field 'pools'"));
+  EXPECT_THAT(ErrorOf("kind: Gateway\nspec: {}\n"),
+              HasSubstr("missing required field 'apiVersion'"));
+  EXPECT_THAT(
+      ErrorOf("apiVersion: infergrid.dev/v2\nkind: Gateway\nspec: {}\n"),
+      HasSubstr("bad.yaml:1:13: apiVersion: expected 'infergrid.dev/v1', got 'infergrid.dev/v2'"));
+  EXPECT_THAT(ErrorOf(std::string(kHead) + "  listen: :80\n"),
+              HasSubstr("missing required field 'pools'"));
   EXPECT_THAT(ErrorOf(std::string(kHead) + "  pools:\n  - name: a\n    endpoints: []\n"),
               HasSubstr("spec.pools[0]: missing required field 'models'"));
 }
@@ -138,9 +145,11 @@ TEST(Config, DuplicatesAndDanglingReferences) {
                   "  - {name: a, models: [m], endpoints: [\"http://h:1\"]}\n"
                   "  - {name: b, models: [m], endpoints: [\"http://h:2\"]}\n";
   EXPECT_THAT(ErrorOf(y), HasSubstr("model name 'm' is already served by pool 'a'"));
-  y = std::string(kHead) + "  pools:\n  - {name: a, models: [m], endpoints: [\"http://h:1\", \"http://h:1\"]}\n";
+  y = std::string(kHead) +
+      "  pools:\n  - {name: a, models: [m], endpoints: [\"http://h:1\", \"http://h:1\"]}\n";
   EXPECT_THAT(ErrorOf(y), HasSubstr("endpoint 'http://h:1' is listed twice"));
-  y = std::string(kHead) + "  pools:\n  - {name: a, models: [m], endpoints: [], schedulingProfile: fast}\n";
+  y = std::string(kHead) +
+      "  pools:\n  - {name: a, models: [m], endpoints: [], schedulingProfile: fast}\n";
   EXPECT_THAT(ErrorOf(y), HasSubstr("no scheduling profile named 'fast'"));
 }
 
@@ -151,8 +160,9 @@ TEST(Config, PluginErrorsCarryPositions) {
                   "    scorers:\n"
                   "    - name: prefix-magic\n"
                   "  pools:\n  - {name: a, models: [m], endpoints: []}\n";
-  EXPECT_THAT(ErrorOf(y), HasSubstr("bad.yaml:7:7: spec.schedulingProfiles[0].scorers[0]: unknown scorer "
-                                    "'prefix-magic'; expected one of: least-load"));
+  EXPECT_THAT(ErrorOf(y),
+              HasSubstr("bad.yaml:7:7: spec.schedulingProfiles[0].scorers[0]: unknown scorer "
+                        "'prefix-magic'; expected one of: least-load"));
   y = std::string(kHead) +
       "  schedulingProfiles:\n"
       "  - name: default\n"
@@ -160,8 +170,9 @@ TEST(Config, PluginErrorsCarryPositions) {
       "    - name: least-load\n"
       "      parameters: {promptTokensPerRequest: lots}\n"
       "  pools:\n  - {name: a, models: [m], endpoints: []}\n";
-  EXPECT_THAT(ErrorOf(y), HasSubstr("bad.yaml:8:44: spec.schedulingProfiles[0].scorers[0].parameters."
-                                    "promptTokensPerRequest: expected a number, got 'lots'"));
+  EXPECT_THAT(ErrorOf(y),
+              HasSubstr("bad.yaml:8:44: spec.schedulingProfiles[0].scorers[0].parameters."
+                        "promptTokensPerRequest: expected a number, got 'lots'"));
   y = std::string(kHead) +
       "  schedulingProfiles:\n"
       "  - name: default\n"
@@ -171,12 +182,14 @@ TEST(Config, PluginErrorsCarryPositions) {
 }
 
 TEST(Config, YamlSyntaxErrorHasPosition) {
-  EXPECT_THAT(ErrorOf("apiVersion: infergrid.dev/v1\nkind: [Gateway\n"), HasSubstr("bad.yaml:3:1: invalid YAML"));
+  EXPECT_THAT(ErrorOf("apiVersion: infergrid.dev/v1\nkind: [Gateway\n"),
+              HasSubstr("bad.yaml:3:1: invalid YAML"));
 }
 
 TEST(Config, DefaultProfileIsAddedAndUsed) {
-  auto g = ParseGateway(std::string(kHead) + "  pools:\n  - {name: a, models: [m], endpoints: [\"http://h:1\"]}\n",
-                        "x.yaml");
+  auto g = ParseGateway(
+      std::string(kHead) + "  pools:\n  - {name: a, models: [m], endpoints: [\"http://h:1\"]}\n",
+      "x.yaml");
   ASSERT_TRUE(g.ok()) << g.status().message();
   ASSERT_EQ(g->profiles.size(), 1u);
   EXPECT_EQ(g->profiles[0].name, "default");
@@ -190,7 +203,8 @@ TEST(Config, FromFlags) {
   EXPECT_EQ(g->pools[0].endpoints[1].url, "http://127.0.0.1:2");
   EXPECT_EQ(g->listen_port, 0);
   EXPECT_FALSE(FromFlags("", {"http://h:1"}, ":8000").ok());
-  EXPECT_THAT(FromFlags("m", {"localhost:1"}, ":8000").status().message(), HasSubstr("--endpoint 'localhost:1'"));
+  EXPECT_THAT(FromFlags("m", {"localhost:1"}, ":8000").status().message(),
+              HasSubstr("--endpoint 'localhost:1'"));
 }
 
 }  // namespace

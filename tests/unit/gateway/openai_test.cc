@@ -1,6 +1,7 @@
 #include "gateway/openai.h"
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 namespace infergrid::gateway {
@@ -13,11 +14,12 @@ ApiError ErrorFor(ApiKind api, const std::string& body) {
 }
 
 TEST(OpenAi, ReadsChatFields) {
-  auto r = ParseInferenceRequest(ApiKind::kChatCompletions,
-                                 R"({"model":"m","stream":true,"max_completion_tokens":64,"user":"u",
+  auto r =
+      ParseInferenceRequest(ApiKind::kChatCompletions,
+                            R"({"model":"m","stream":true,"max_completion_tokens":64,"user":"u",
                                      "messages":[{"role":"system","content":"be brief"},
                                                  {"role":"user","content":[{"type":"text","text":"hello"}]}]})",
-                                 "");
+                            "");
   ASSERT_TRUE(std::holds_alternative<RequestInfo>(r));
   const auto& info = std::get<RequestInfo>(r);
   EXPECT_EQ(info.model, "m");
@@ -30,14 +32,20 @@ TEST(OpenAi, ReadsChatFields) {
 
 TEST(OpenAi, SessionKeyPrecedence) {
   const char* body = R"({"model":"m","prompt":"x","user":"u","prompt_cache_key":"k"})";
-  EXPECT_EQ(std::get<RequestInfo>(ParseInferenceRequest(ApiKind::kCompletions, body, "hdr")).session_key, "hdr");
-  EXPECT_EQ(std::get<RequestInfo>(ParseInferenceRequest(ApiKind::kCompletions, body, "")).session_key, "k");
+  EXPECT_EQ(
+      std::get<RequestInfo>(ParseInferenceRequest(ApiKind::kCompletions, body, "hdr")).session_key,
+      "hdr");
+  EXPECT_EQ(
+      std::get<RequestInfo>(ParseInferenceRequest(ApiKind::kCompletions, body, "")).session_key,
+      "k");
 }
 
 TEST(OpenAi, CompletionPromptForms) {
-  auto tokens = ParseInferenceRequest(ApiKind::kCompletions, R"({"model":"m","prompt":[1,2,3,4,5]})", "");
+  auto tokens =
+      ParseInferenceRequest(ApiKind::kCompletions, R"({"model":"m","prompt":[1,2,3,4,5]})", "");
   EXPECT_EQ(std::get<RequestInfo>(tokens).prompt_tokens_estimate, 5u);
-  auto batch = ParseInferenceRequest(ApiKind::kCompletions, R"({"model":"m","prompt":["abcd","efgh"]})", "");
+  auto batch =
+      ParseInferenceRequest(ApiKind::kCompletions, R"({"model":"m","prompt":["abcd","efgh"]})", "");
   EXPECT_EQ(std::get<RequestInfo>(batch).prompt_text, "abcdefgh");
 }
 
@@ -54,11 +62,14 @@ TEST(OpenAi, RejectsBadInputWithParam) {
   EXPECT_EQ(e.message, "'messages' must be an array of message objects.");
   e = ErrorFor(ApiKind::kChatCompletions, R"({"model":"m","messages":[{"content":"x"}]})");
   EXPECT_EQ(e.param, "messages[0].role");
-  e = ErrorFor(ApiKind::kChatCompletions, R"({"model":"m","messages":[{"role":"user","content":5}]})");
+  e = ErrorFor(ApiKind::kChatCompletions,
+               R"({"model":"m","messages":[{"role":"user","content":5}]})");
   EXPECT_EQ(e.param, "messages[0].content");
-  e = ErrorFor(ApiKind::kChatCompletions, R"({"model":"m","messages":[{"role":"user"}],"stream":"yes"})");
+  e = ErrorFor(ApiKind::kChatCompletions,
+               R"({"model":"m","messages":[{"role":"user"}],"stream":"yes"})");
   EXPECT_EQ(e.param, "stream");
-  e = ErrorFor(ApiKind::kChatCompletions, R"({"model":"m","messages":[{"role":"user"}],"max_tokens":-1})");
+  e = ErrorFor(ApiKind::kChatCompletions,
+               R"({"model":"m","messages":[{"role":"user"}],"max_tokens":-1})");
   EXPECT_EQ(e.param, "max_tokens");
   e = ErrorFor(ApiKind::kCompletions, R"({"model":"m"})");
   EXPECT_EQ(e.param, "prompt");

@@ -18,9 +18,10 @@ class FixedScorer : public Scorer {
   FixedScorer(size_t favourite, int* picked, int* completed)
       : favourite_(favourite), picked_(picked), completed_(completed) {}
   std::string_view name() const override { return "fixed"; }
-  void Score(const RequestInfo&, std::span<const EndpointSnapshot> eps, std::span<const size_t> cands,
-             std::span<double> scores) override {
-    for (size_t i = 0; i < cands.size(); ++i) scores[i] = eps[cands[i]].index == favourite_ ? 1.0 : 0.0;
+  void Score(const RequestInfo&, std::span<const EndpointSnapshot> eps,
+             std::span<const size_t> cands, std::span<double> scores) override {
+    for (size_t i = 0; i < cands.size(); ++i)
+      scores[i] = eps[cands[i]].index == favourite_ ? 1.0 : 0.0;
   }
   void OnPicked(const RequestInfo&, const EndpointSnapshot& chosen) override {
     ++*picked_;
@@ -41,7 +42,8 @@ Scheduler Make(size_t fav_a, double w_a, size_t fav_b, double w_b, int* picked, 
   scorers.push_back({std::make_unique<FixedScorer>(fav_b, picked, completed), w_b});
   std::vector<std::unique_ptr<Filter>> filters;
   filters.push_back(std::make_unique<HealthyFilter>());
-  return Scheduler("p", std::move(filters), std::move(scorers), std::make_unique<MaxScorePicker>(1e-9), 7);
+  return Scheduler("p", std::move(filters), std::move(scorers),
+                   std::make_unique<MaxScorePicker>(1e-9), 7);
 }
 
 TEST(Scheduler, TheHeavierScorerWins) {

@@ -23,7 +23,8 @@ inline std::vector<EndpointSnapshot> Endpoints(size_t n) {
   return out;
 }
 
-inline config::PluginConfig Plugin(const std::string& name, std::map<std::string, std::string> params = {}) {
+inline config::PluginConfig Plugin(const std::string& name,
+                                   std::map<std::string, std::string> params = {}) {
   config::PluginConfig p;
   p.name = name;
   p.path = "plugin";

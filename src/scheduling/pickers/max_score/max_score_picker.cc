@@ -12,8 +12,8 @@ Result<std::unique_ptr<Picker>> MaxScorePicker::Create(const PluginContext& ctx)
   return std::unique_ptr<Picker>(new MaxScorePicker(tol));
 }
 
-std::optional<size_t> MaxScorePicker::Pick(std::span<const size_t> candidates, std::span<const double> scores,
-                                           std::mt19937_64& rng) {
+std::optional<size_t> MaxScorePicker::Pick(std::span<const size_t> candidates,
+                                           std::span<const double> scores, std::mt19937_64& rng) {
   if (candidates.empty()) return std::nullopt;
   double best = *std::max_element(scores.begin(), scores.end());
   best_.clear();

@@ -1,8 +1,8 @@
 #include "scheduling/pickers/max_score/max_score_picker.h"
 
-#include <set>
-
 #include <gtest/gtest.h>
+
+#include <set>
 
 namespace infergrid::scheduling {
 namespace {

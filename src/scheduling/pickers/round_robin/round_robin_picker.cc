@@ -9,8 +9,8 @@ Result<std::unique_ptr<Picker>> RoundRobinPicker::Create(const PluginContext& ct
   return std::unique_ptr<Picker>(new RoundRobinPicker());
 }
 
-std::optional<size_t> RoundRobinPicker::Pick(std::span<const size_t> candidates, std::span<const double>,
-                                             std::mt19937_64&) {
+std::optional<size_t> RoundRobinPicker::Pick(std::span<const size_t> candidates,
+                                             std::span<const double>, std::mt19937_64&) {
   if (candidates.empty()) return std::nullopt;
   // Candidates are in ascending endpoint order: take the first after the last one chosen.
   size_t pos = 0;

@@ -16,7 +16,8 @@ Result<std::unique_ptr<Scorer>> LeastLoadScorer::Create(const PluginContext& ctx
 double LeastLoadScorer::Load(const EndpointSnapshot& e) const {
   double requests = e.in_flight;
   if (e.metrics_fresh) {
-    requests = std::max(requests, e.num_requests_running + waiting_weight_ * e.num_requests_waiting);
+    requests =
+        std::max(requests, e.num_requests_running + waiting_weight_ * e.num_requests_waiting);
   }
   return requests + static_cast<double>(e.in_flight_prompt_tokens) / prompt_tokens_per_request_;
 }

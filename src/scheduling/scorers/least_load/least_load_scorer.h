@@ -6,7 +6,8 @@
 //
 // Parameters:
 //   promptTokensPerRequest (default 2048): this many in-flight prompt tokens weigh as one request.
-//   waitingWeight (default 1): how much a request waiting on the server weighs against a running one.
+//   waitingWeight (default 1): how much a request waiting on the server weighs against a running
+//   one.
 
 #include <memory>
 

@@ -58,7 +58,8 @@ TEST(LeastLoadScorer, ValidatesParameters) {
   auto bad = testutil::Plugin("least-load", {{"promptTokensPerRequest", "0"}});
   auto r = LeastLoadScorer::Create(PluginContext{bad, "f.yaml"});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("plugin.parameters.promptTokensPerRequest: expected a number from 1"),
+  EXPECT_NE(r.status().message().find(
+                "plugin.parameters.promptTokensPerRequest: expected a number from 1"),
             std::string::npos);
   auto unknown = testutil::Plugin("least-load", {{"speed", "1"}});
   EXPECT_FALSE(LeastLoadScorer::Create(PluginContext{unknown, "f.yaml"}).ok());

@@ -171,7 +171,9 @@ awaitable<void> FakeVllm::Complete(Exchange& ex, bool chat) {
     co_return;
   }
   std::string model = body.value("model", "");
-  if (model != options_.model) {
+  bool served = model == options_.model;
+  for (const auto& a : options_.aliases) served = served || model == a;
+  if (!served) {
     StringResponse res{bhttp::status::not_found, 11};
     res.set(bhttp::field::content_type, "application/json");
     res.body() = VllmError("The model `" + model + "` does not exist.", "NotFoundError", 404);

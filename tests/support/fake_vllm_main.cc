@@ -14,11 +14,16 @@ int main(int argc, char** argv) {
   infergrid::testing::FakeVllmOptions o;
   app.add_option("--port", o.port, "Port (0 picks one)");
   app.add_option("--host", o.host, "Address to bind");
-  app.add_option("--served-model-name", o.model, "Model name served");
+  std::vector<std::string> names;
+  app.add_option("--served-model-name", names, "Model names served (the first is the main one)");
   app.add_option("--token-delay-ms", o.token_delay_ms, "Delay between streamed tokens");
   app.add_option("--max-tokens", o.default_max_tokens,
                  "Tokens generated when max_tokens is not given");
   CLI11_PARSE(app, argc, argv);
+  if (!names.empty()) {
+    o.model = names[0];
+    o.aliases.assign(names.begin() + 1, names.end());
+  }
 
   sigset_t set;
   sigemptyset(&set);

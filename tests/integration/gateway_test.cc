@@ -31,7 +31,7 @@ class GatewayTest : public ::testing::Test {
  protected:
   // Starts `n` fake servers and a gateway whose spec is `extra_spec` plus one pool over them.
   void Start(int n, const std::string& extra_spec = "", const std::string& pool_extra = "",
-             std::vector<std::string> extra_endpoints = {}) {
+             std::vector<std::string> extra_endpoints = {}, int workers = 2) {
     for (int i = 0; i < n; ++i) {
       auto f = std::make_unique<FakeVllm>(FakeVllmOptions{});
       ASSERT_TRUE(f->Start().ok());
@@ -41,8 +41,8 @@ class GatewayTest : public ::testing::Test {
     for (auto& f : fakes_) eps += "    - " + f->url() + "\n";
     for (auto& e : extra_endpoints) eps += "    - " + e + "\n";
     std::string yaml =
-        "apiVersion: infergrid.dev/v1\nkind: Gateway\nspec:\n  listen: 127.0.0.1:0\n  workers: "
-        "2\n" +
+        "apiVersion: infergrid.dev/v1\nkind: Gateway\nspec:\n  listen: 127.0.0.1:0\n  workers: " +
+        std::to_string(workers) + "\n" +
         extra_spec +
         "  pools:\n  - name: main\n    models:\n    - name: test-model\n      aliases: [tm]\n" +
         pool_extra + "    endpoints:\n" + eps;
@@ -406,6 +406,47 @@ TEST_F(GatewayTest, RoundRobinProfileAlternates) {
   EXPECT_EQ(Metric("infergrid_routing_decisions_total{pool=\"main\",profile=\"rr\",endpoint=\"" +
                    fakes_[0]->url() + "\"}"),
             3);
+}
+
+TEST_F(GatewayTest, ConnectionPoolIsBoundedAndWaitersAreServedInTurn) {
+  Start(1, "  endpointMetrics:\n    enabled: false\n  upstream:\n    maxConnectionsPerEndpoint: 1\n", "", {}, 1);
+  std::vector<std::future<int>> done;
+  for (int i = 0; i < 3; ++i) {
+    done.push_back(std::async(std::launch::async, [&] {
+      return PostJson(port_, "/v1/chat/completions", kChat, {{"x-fake-delay-ms", "200"}}).status;
+    }));
+  }
+  // One connection at a time: the others wait for it (within the connect timeout) rather than
+  // opening more.
+  for (auto& d : done) EXPECT_EQ(d.get(), 200);
+  EXPECT_EQ(fakes_[0]->stats().connections, 1u);
+  EXPECT_EQ(fakes_[0]->stats().requests, 3u);
+}
+
+TEST_F(GatewayTest, ExhaustedPoolIs503AfterTheConnectTimeout) {
+  Start(1,
+        "  endpointMetrics:\n    enabled: false\n  upstream:\n    maxConnectionsPerEndpoint: 1\n"
+        "  timeouts:\n    connect: 200ms\n",
+        "", {}, 1);
+  auto slow = std::async(std::launch::async, [&] {
+    return PostJson(port_, "/v1/chat/completions", kChat, {{"x-fake-delay-ms", "3000"}}).status;
+  });
+  ASSERT_TRUE(WaitFor([&] { return fakes_[0]->stats().active == 1; }));
+  ExpectOpenAiError(PostJson(port_, "/v1/chat/completions", kChat), 503, "pool_exhausted");
+  EXPECT_EQ(slow.get(), 200);
+}
+
+TEST_F(GatewayTest, SilenceMidStreamIsAnIdleTimeout) {
+  Start(1, "  timeouts:\n    idle: 300ms\n");
+  RequestSpec s;
+  s.method = "POST";
+  s.target = "/v1/chat/completions";
+  s.body = R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true})";
+  s.headers["x-fake-token-delay-ms"] = "2000";
+  auto r = testing::Request(port_, s);
+  // The first token never came within the idle timeout: nothing was sent, so a clean error.
+  ExpectOpenAiError(r, 504, "idle_timeout");
+  EXPECT_TRUE(WaitFor([&] { return fakes_[0]->stats().cancelled == 1; }, std::chrono::seconds(5)));
 }
 
 TEST_F(GatewayTest, UpstreamConnectionsAreKeptAlive) {

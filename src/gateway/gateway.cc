@@ -201,7 +201,7 @@ void Gateway::Stop() {
   // Tear down in dependency order: sockets owned by long-lived objects go first, then the
   // io_contexts (destroying suspended coroutines, whose leases still find their pools), then
   // the pools.
-  server_.reset();
+  if (server_) server_->Shutdown();
   for (auto& worker : upstreams_) {
     for (auto& pool : worker) pool->CloseIdle();
   }
@@ -209,6 +209,7 @@ void Gateway::Stop() {
   worker_ios_.clear();
   upstreams_.clear();
   watches_.clear();
+  server_.reset();
   control_io_.reset();
   scraper_.reset();
 }

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
+#include "http/read.h"
 
 namespace infergrid::http {
 
@@ -25,9 +26,17 @@ Server::Server(std::vector<asio::io_context*> workers, ServerOptions options, Ha
       return fmt::format("{{\"error\":\"{}\"}}", message);
     };
   }
+  for (auto* io : workers_) {
+    deadlines_.push_back(std::make_unique<Deadlines>(io->get_executor(), std::chrono::milliseconds(10)));
+  }
 }
 
 Server::~Server() = default;
+
+void Server::Shutdown() {
+  acceptors_.clear();
+  for (auto& d : deadlines_) d->Stop();
+}
 
 Status Server::Listen(const std::string& host, uint16_t port) {
   error_code ec;
@@ -53,6 +62,7 @@ Status Server::Listen(const std::string& host, uint16_t port) {
     acceptors_.push_back(std::move(acc));
   }
   port_ = bound;
+  for (auto& d : deadlines_) d->Start();
   for (size_t i = 0; i < acceptors_.size(); ++i) {
     asio::co_spawn(*workers_[i], Accept(*acceptors_[i], i), asio::detached);
   }
@@ -104,32 +114,10 @@ awaitable<void> Server::RespondProtocolError(beast::tcp_stream& stream, int stat
 }
 
 namespace {
-// A deadline that cancels the socket's pending operations when it fires, without closing it,
-// so the server can still answer 408. Shared so a late timer callback never dangles.
-struct Deadline {
-  explicit Deadline(asio::any_io_executor ex) : timer(ex) {}
-  // Disarms: a handler already queued (the timer fired in the same turn as the operation
-  // completed) will see inactive and touch nothing.
-  void Cancel() {
-    active = false;
-    timer.cancel();
-  }
-  asio::steady_timer timer;
-  bool active = true;
-  bool fired = false;
-};
-
-std::shared_ptr<Deadline> Arm(beast::tcp_stream& stream, Duration after) {
-  auto d = std::make_shared<Deadline>(stream.get_executor());
-  d->timer.expires_after(after);
-  beast::tcp_stream* sp = &stream;
-  d->timer.async_wait([d, sp](error_code ec) {
-    if (ec || !d->active) return;  // disarmed: the stream may be gone, touch nothing
-    d->fired = true;
-    error_code ignored;
-    sp->socket().cancel(ignored);
-  });
-  return d;
+bool IsClose(const error_code& ec) {
+  return ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+         ec == asio::error::connection_reset || ec == asio::error::operation_aborted ||
+         ec == bhttp::error::partial_message;
 }
 }  // namespace
 
@@ -141,33 +129,33 @@ awaitable<void> Server::Serve(tcp::socket socket, size_t worker) {
   } counter{open_connections_};
 
   beast::tcp_stream stream(std::move(socket));
+  tcp::socket& sock = stream.socket();
+  // One coarse deadline per connection, re-armed for each phase; on expiry it cancels the
+  // socket's pending operation, which then fails with operation_aborted and fired() set.
+  Deadlines::SocketItem deadline(deadlines_[worker].get(), &sock);
   beast::flat_buffer buffer;
   std::vector<char> scratch;
   bool first = true;
   while (true) {
     error_code ec;
-    // Keep-alive: wait for the next request's first byte without a header deadline.
+    bhttp::request_parser<bhttp::string_body> parser;
+    parser.header_limit(options_.max_header_bytes);
+    parser.body_limit(options_.max_body_bytes);
+
     if (!first && buffer.size() == 0) {
-      // A plain read rather than a readiness wait: Asio re-arms epoll for every wait, but a
-      // read on a registered socket costs no epoll_ctl.
-      auto idle = Arm(stream, options_.idle_timeout);
-      size_t n = co_await stream.async_read_some(buffer.prepare(4096), with_ec(ec));
-      idle->Cancel();
+      // Keep-alive: wait for the next request's first byte within the idle timeout.
+      deadline.ArmAfter(options_.idle_timeout);
+      size_t n = co_await sock.async_read_some(buffer.prepare(kReadChunk), with_ec(ec));
       if (ec) co_return;  // closed by the client, or idle too long
       buffer.commit(n);
     }
     first = false;
 
-    bhttp::request_parser<bhttp::string_body> parser;
-    parser.header_limit(options_.max_header_bytes);
-    parser.body_limit(options_.max_body_bytes);
-
-    stream.expires_never();
-    auto deadline = Arm(stream, options_.header_timeout);
-    co_await bhttp::async_read_header(stream, buffer, parser, with_ec(ec));
+    deadline.ArmAfter(options_.header_timeout);
+    ec = co_await ReadMessage(sock, buffer, parser, /*header_only=*/true);
     if (ec) {
-      deadline->Cancel();
-      if (deadline->fired) {
+      deadline.Disarm();
+      if (deadline.fired()) {
         co_await RespondProtocolError(stream, 408, "the request headers were not received in time",
                                       "request_timeout", ProtocolError::kHeaderTimeout);
       } else if (ec == bhttp::error::header_limit) {
@@ -177,45 +165,47 @@ awaitable<void> Server::Serve(tcp::socket socket, size_t worker) {
       } else if (ec == bhttp::error::body_limit) {
         co_await RespondProtocolError(stream, 413, "the request body is larger than the limit",
                                       "request_too_large", ProtocolError::kBodyTooLarge);
-      } else if (ec != bhttp::error::end_of_stream && ec != asio::error::eof &&
-                 ec != asio::error::connection_reset && ec != asio::error::operation_aborted) {
+      } else if (!IsClose(ec)) {
         co_await RespondProtocolError(stream, 400, "malformed HTTP request: " + ec.message(),
                                       "bad_request", ProtocolError::kBadRequest);
       }
       co_return;
     }
-    deadline->Cancel();
     // Reject an oversized declared body before reading it.
     if (auto len = parser.content_length(); len && *len > options_.max_body_bytes) {
+      deadline.Disarm();
       co_await RespondProtocolError(stream, 413, "the request body is larger than the limit",
                                     "request_too_large", ProtocolError::kBodyTooLarge);
       co_return;
     }
+    deadline.ArmAfter(options_.body_timeout);
     if (parser.get()[bhttp::field::expect] == "100-continue") {
-      bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, 11};
-      stream.expires_after(options_.body_timeout);
-      co_await bhttp::async_write(stream, cont, with_ec(ec));
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      co_await asio::async_write(sock, asio::buffer(kContinue), with_ec(ec));
       if (ec) co_return;
     }
-    stream.expires_after(options_.body_timeout);
-    co_await bhttp::async_read(stream, buffer, parser, with_ec(ec));
+    if (!parser.is_done()) {
+      parser.eager(true);
+      ec = co_await ReadMessage(sock, buffer, parser, /*header_only=*/false);
+    }
+    deadline.Disarm();
     if (ec) {
-      if (ec == bhttp::error::body_limit) {
+      if (deadline.fired()) {
+        co_await RespondProtocolError(stream, 408, "the request body was not received in time",
+                                      "request_timeout", ProtocolError::kBodyTimeout);
+      } else if (ec == bhttp::error::body_limit) {
         co_await RespondProtocolError(stream, 413, "the request body is larger than the limit",
                                       "request_too_large", ProtocolError::kBodyTooLarge);
-      } else if (ec == beast::error::timeout) {
-        // tcp_stream closed the socket on expiry: nothing more can be sent.
-        if (options_.on_protocol_error) options_.on_protocol_error(ProtocolError::kBodyTimeout);
-      } else if (ec != asio::error::eof && ec != asio::error::connection_reset) {
+      } else if (!IsClose(ec)) {
         co_await RespondProtocolError(stream, 400, "malformed HTTP request body: " + ec.message(),
                                       "bad_request", ProtocolError::kBadRequest);
       }
       co_return;
     }
-    stream.expires_never();
 
     StringRequest request = parser.release();
-    Exchange exchange(stream, request, worker, options_.write_timeout, scratch);
+    Exchange exchange(stream, request, worker, options_.write_timeout, scratch,
+                      deadlines_[worker].get());
     bool threw = false;
     try {
       co_await handler_(exchange);
@@ -228,8 +218,8 @@ awaitable<void> Server::Serve(tcp::socket socket, size_t worker) {
       if (options_.on_protocol_error) options_.on_protocol_error(ProtocolError::kHandlerException);
       co_return;
     }
-    if (!exchange.keep_alive() || !stream.socket().is_open()) {
-      stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (!exchange.keep_alive() || !sock.is_open()) {
+      sock.shutdown(tcp::socket::shutdown_send, ec);
       co_return;
     }
   }

@@ -16,6 +16,7 @@
 #include "common/duration.h"
 #include "common/result.h"
 #include "http/asio.h"
+#include "http/deadlines.h"
 
 namespace infergrid::http {
 
@@ -23,14 +24,17 @@ namespace infergrid::http {
 class Exchange {
  public:
   Exchange(beast::tcp_stream& stream, StringRequest& request, size_t worker, Duration write_timeout,
-           std::vector<char>& scratch)
+           std::vector<char>& scratch, Deadlines* deadlines)
       : stream_(stream),
         request_(request),
         worker_(worker),
         write_timeout_(write_timeout),
         client_keep_alive_(request.keep_alive()),
         client_version_(request.version()),
-        scratch_(scratch) {}
+        scratch_(scratch),
+        deadlines_(deadlines) {}
+  // The worker's coarse deadline service, for timeouts of work done for this request.
+  Deadlines* deadlines() { return deadlines_; }
   // A buffer owned by the connection, reused by each of its requests (e.g. for relaying).
   std::vector<char>& scratch() { return scratch_; }
   // The index of the worker thread serving this connection (for worker-local state).
@@ -58,6 +62,7 @@ class Exchange {
   bool client_keep_alive_;
   unsigned client_version_;
   std::vector<char>& scratch_;
+  Deadlines* deadlines_;
   bool keep_alive_ = true;
 };
 
@@ -98,6 +103,12 @@ class Server {
   // Stops accepting; open connections finish their current request.
   void StopAccepting();
 
+  // Releases the server's I/O objects. Call after the workers stopped running and before
+  // their io_contexts are destroyed; destroy the Server itself only after those.
+  void Shutdown();
+
+  Deadlines* deadlines(size_t worker) { return deadlines_[worker].get(); }
+
   uint64_t open_connections() const { return open_connections_->load(); }
   uint64_t accepted_connections() const { return accepted_.load(); }
 
@@ -112,6 +123,7 @@ class Server {
   ServerOptions options_;
   Handler handler_;
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
+  std::vector<std::unique_ptr<Deadlines>> deadlines_;  // one per worker
   uint16_t port_ = 0;
   // Shared with connection coroutines, whose frames may be destroyed after the server (when
   // their io_context is torn down).

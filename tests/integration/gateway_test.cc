@@ -374,11 +374,12 @@ TEST_F(GatewayTest, UnreachableEndpointIs502AndIsAvoidedAfterwards) {
   Start(0, "  endpointMetrics:\n    enabled: false\n", "", {dead_url});
   auto r = PostJson(port_, "/v1/chat/completions", kChat);
   ExpectOpenAiError(r, 502, "connect_failed");
-  EXPECT_EQ(Metric("infergrid_upstream_errors_total{endpoint=\"" + dead_url +
-                   "\",kind=\"connect_failed\"}"),
-            1);
+  // Accounting happens just after the response is written: wait for it.
+  EXPECT_TRUE(WaitFor([&] {
+    return Metric("infergrid_upstream_errors_total{endpoint=\"" + dead_url + "\",kind=\"connect_failed\"}") == 1;
+  }));
   // The only endpoint is now known unreachable: not ready, and requests fail fast with 503.
-  EXPECT_EQ(Get(port_, "/ready").status, 503);
+  EXPECT_TRUE(WaitFor([&] { return Get(port_, "/ready").status == 503; }));
   EXPECT_EQ(Get(port_, "/health").status, 200);
   ExpectOpenAiError(PostJson(port_, "/v1/chat/completions", kChat), 503, "no_endpoint_available");
 }

@@ -34,8 +34,9 @@ void FakeVllm::Stop() {
   // Acceptors first, then the io_context (destroying suspended handlers, which may still
   // touch active_).
   connections_at_stop_ = server_ ? server_->accepted_connections() : 0;
-  server_.reset();
+  if (server_) server_->Shutdown();
   io_.reset();
+  server_.reset();
 }
 
 FakeVllmStats FakeVllm::stats() const {

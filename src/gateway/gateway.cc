@@ -137,9 +137,6 @@ Status Gateway::Start() {
           std::make_unique<UpstreamPool>(worker_ios_.back()->get_executor(), e->target(), po));
     }
     upstreams_.push_back(std::move(pools));
-    watches_.push_back(std::make_unique<ClientWatchList>(worker_ios_.back()->get_executor(),
-                                                         std::chrono::milliseconds(50)));
-    watches_.back()->Start();
   }
   ServerOptions so;
   so.max_header_bytes = cfg_.limits.max_request_header_bytes;
@@ -205,10 +202,8 @@ void Gateway::Stop() {
   for (auto& worker : upstreams_) {
     for (auto& pool : worker) pool->CloseIdle();
   }
-  for (auto& w : watches_) w->Stop();
   worker_ios_.clear();
   upstreams_.clear();
-  watches_.clear();
   server_.reset();
   control_io_.reset();
   scraper_.reset();
@@ -369,7 +364,7 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
       uint32_t tokens;
       ~InFlight() { ep->OnFinish(tokens); }
     } in_flight{ep, info.prompt_tokens_estimate};
-    out = co_await Forward(ex, up, *watches_[ex.worker()], proxy_options_, start,
+    out = co_await Forward(ex, up, proxy_options_, start,
                            [&] { metrics_.retries->With({ep->url()})->Inc(); });
   }
 

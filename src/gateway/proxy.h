@@ -14,43 +14,6 @@
 
 namespace infergrid::gateway {
 
-// Watches the clients of one worker's in-flight requests for disconnects. A request that is
-// answered quickly is never watched (watching costs a syscall); once a request has been in
-// flight for `delay`, a watcher waits on its client's socket and, when the client closes,
-// closes the upstream connection so the server sees the cancellation at once.
-// Not thread-safe: one per worker, used on its thread.
-class ClientWatchList {
- public:
-  struct Entry;
-  ClientWatchList(http::asio::any_io_executor ex, Duration delay);
-  ~ClientWatchList();
-  void Start();  // the periodic sweep
-  void Stop();
-
-  // Registers a request; the handle unregisters it when destroyed.
-  class Handle {
-   public:
-    Handle(ClientWatchList* list, std::shared_ptr<Entry> e) : list_(list), entry_(std::move(e)) {}
-    ~Handle();
-    Handle(const Handle&) = delete;
-    Handle& operator=(const Handle&) = delete;
-    Entry& entry() { return *entry_; }
-
-   private:
-    ClientWatchList* list_;
-    std::shared_ptr<Entry> entry_;
-  };
-  std::unique_ptr<Handle> Watch(http::tcp::socket& client);
-
- private:
-  http::awaitable<void> Sweep();
-  http::asio::any_io_executor ex_;
-  Duration delay_;
-  std::vector<std::shared_ptr<Entry>> entries_;
-  std::shared_ptr<bool> stopped_ = std::make_shared<bool>(false);
-  std::unique_ptr<http::asio::steady_timer> timer_;
-};
-
 struct ProxyOptions {
   Duration connect = std::chrono::seconds(5);
   Duration first_byte = std::chrono::seconds(300);
@@ -69,7 +32,7 @@ struct ProxyOutcome {
 // Forwards ex.request() (its body unchanged; hop-by-hop headers replaced) to `pool`'s
 // endpoint. `on_retry` is called when a stale pooled connection forces a resend.
 http::awaitable<ProxyOutcome> Forward(http::Exchange& ex, http::UpstreamPool& pool,
-                                      ClientWatchList& watches, const ProxyOptions& options,
+                                      const ProxyOptions& options,
                                       std::chrono::steady_clock::time_point start,
                                       const std::function<void()>& on_retry);
 

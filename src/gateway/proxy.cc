@@ -131,6 +131,8 @@ awaitable<void> WatchClient(std::shared_ptr<Shared> w) {
     error_code ec;
     co_await client.async_wait(tcp::socket::wait_read, with_ec(ec));
     if (w->done) co_return;
+    // A timeout cancelling a write to the client also wakes this wait: look again.
+    if (ec == asio::error::operation_aborted) continue;
     if (!ec) {
       char byte;
       ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);

@@ -129,6 +129,39 @@ TEST_F(GatewayTest, ChunkedUploadsAreForwardedWhole) {
   EXPECT_EQ(fakes_[0]->stats().last_body, body);
 }
 
+TEST_F(GatewayTest, LargeBodiesAndStreamsArriveWhole) {
+  Start(1);
+  auto r = PostJson(port_, "/v1/chat/completions",
+                    R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":6000})");
+  ASSERT_EQ(r.status, 200);
+  ASSERT_TRUE(r.complete);
+  json j = ParseBody(r);
+  EXPECT_EQ(j["choices"][0]["message"]["content"].get<std::string>().size(), 6000u * 4);
+  RequestSpec s;
+  s.method = "POST";
+  s.target = "/v1/completions";
+  s.body = R"({"model":"test-model","prompt":"x","max_tokens":3000,"stream":true})";
+  r = testing::Request(port_, s);
+  ASSERT_EQ(r.status, 200);
+  EXPECT_TRUE(r.complete);
+  size_t events = 0;
+  for (size_t pos = 0; (pos = r.body.find("data: ", pos)) != std::string::npos; ++pos) ++events;
+  EXPECT_EQ(events, 3001u);  // every token, then [DONE]
+}
+
+TEST_F(GatewayTest, CloseDelimitedUpstreamBodiesAreReframed) {
+  Start(1, "  endpointMetrics:\n    enabled: false\n");
+  for (int i = 0; i < 2; ++i) {
+    auto r = PostJson(port_, "/v1/chat/completions", kChat, {{"x-fake-close-delimited", "1"}});
+    ASSERT_EQ(r.status, 200);
+    EXPECT_TRUE(r.complete);
+    EXPECT_TRUE(r.chunked);  // an HTTP/1.1 client gets a framed body it can keep alive after
+    EXPECT_EQ(ParseBody(r)["object"], "chat.completion");
+  }
+  // Such a connection cannot be reused: one per request.
+  EXPECT_EQ(fakes_[0]->stats().connections, 2u);
+}
+
 TEST_F(GatewayTest, CompletionsAndAliasesRoute) {
   Start(1);
   auto r = PostJson(port_, "/v1/completions", R"({"model":"tm","prompt":"hello","max_tokens":2})");

@@ -234,10 +234,20 @@ awaitable<void> FakeVllm::Complete(Exchange& ex, bool chat) {
                      {"model", model},
                      {"choices", json::array({choice})},
                      {"usage", usage}};
-    StringResponse res{bhttp::status::ok, 11};
-    res.set(bhttp::field::content_type, "application/json");
-    res.body() = res_body.dump();
-    auto ec = co_await ex.Respond(std::move(res));
+    error_code ec;
+    if (!req["x-fake-close-delimited"].empty()) {
+      // An HTTP/1.0-style body: no length, no chunking, ended by closing the connection.
+      std::string raw = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n" +
+                        res_body.dump();
+      co_await asio::async_write(sock, asio::buffer(raw), with_ec(ec));
+      sock.shutdown(tcp::socket::shutdown_send, ec);
+      ex.close();
+    } else {
+      StringResponse res{bhttp::status::ok, 11};
+      res.set(bhttp::field::content_type, "application/json");
+      res.body() = res_body.dump();
+      ec = co_await ex.Respond(std::move(res));
+    }
     std::lock_guard lock(mu_);
     if (ec) {
       stats_.cancelled++;

@@ -7,6 +7,7 @@
 //   x-fake-token-delay-ms: N  wait N ms between streamed tokens
 //   x-fake-reset-after: N     reset the connection after N streamed chunks
 //   x-fake-hang: 1            never answer
+//   x-fake-close-delimited: 1 answer a non-streaming request with a body ended by close
 // A client that closes while it waits or streams is counted in stats().cancelled.
 
 #include <atomic>

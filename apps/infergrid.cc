@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "common/log.h"
+#include "common/signals.h"
 #include "config/config.h"
 #include "gateway/gateway.h"
 #include "scheduling/registry.h"
@@ -50,12 +51,7 @@ int RunGateway(const std::string& config_path, const std::string& model,
     return 2;
   }
   // Block the stop signals in every thread; the main thread waits for them below.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  sigset_t set = BlockStopSignals();
 
   auto gw = gateway::Gateway::Create(std::move(cfg).value());
   if (!gw.ok()) {
@@ -70,8 +66,7 @@ int RunGateway(const std::string& config_path, const std::string& model,
   // The bound port on stdout, for scripts and tests that listen on port 0.
   std::printf("listening on port %u\n", (*gw)->port());
   std::fflush(stdout);
-  int sig = 0;
-  sigwait(&set, &sig);
+  int sig = WaitForStopSignal(set);
   log::Info("signal {}: stopping", sig);
   (*gw)->Stop();
   return 0;

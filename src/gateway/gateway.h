@@ -69,7 +69,7 @@ class Gateway {
 
   std::vector<std::unique_ptr<http::asio::io_context>> worker_ios_;
   std::vector<std::vector<std::unique_ptr<http::UpstreamPool>>>
-      upstreams_;                                          // [worker][endpoint id]
+      upstreams_;  // [worker][endpoint id]
   std::unique_ptr<http::asio::io_context> control_io_ = std::make_unique<http::asio::io_context>(1);
   std::unique_ptr<http::Server> server_;
   std::unique_ptr<Scraper> scraper_;

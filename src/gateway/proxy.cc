@@ -64,8 +64,8 @@ std::string UpstreamHead(const StringRequest& req, const HostPort& target) {
 
 // Writes, in one gathered write: the head (if given), then `n` bytes of body framed as one
 // chunk when `chunked`, then the last chunk when `chunked && last`.
-awaitable<void> WriteOut(tcp::socket& down, const std::string* head, bool chunked,
-                         const char* data, size_t n, bool last, error_code& ec) {
+awaitable<void> WriteOut(tcp::socket& down, const std::string* head, bool chunked, const char* data,
+                         size_t n, bool last, error_code& ec) {
   std::array<asio::const_buffer, 5> bufs;
   size_t count = 0;
   char size_line[24];
@@ -272,9 +272,9 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
     }
     out.error = "reset_before_response";
     out.status = 502;
-    co_await SendError(
-        ex, 502, "the model server closed the connection before responding: " + ec.message(),
-        out.error);
+    co_await SendError(ex, 502,
+                       "the model server closed the connection before responding: " + ec.message(),
+                       out.error);
     co_return out;
   }
 
@@ -363,16 +363,16 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
       // Nothing has reached the client yet: it can still get a clean error response.
       out.error = kind;
       out.status = timeout.fired() ? 504 : 502;
-      co_await SendError(ex, out.status,
-                         "the model server's response broke off: " + ec.message(), out.error);
+      co_await SendError(ex, out.status, "the model server's response broke off: " + ec.message(),
+                         out.error);
       co_return out;
     }
     if (n > 0 || (last && !ec) || !head_sent) {
       if (n == 0 && !last && !ec) continue;  // a chunk header only; nothing to send yet
       error_code wec;
       timeout.ArmAfter(options.idle);
-      co_await WriteOut(down, head_sent ? nullptr : &head_text, chunked, buf.data(), n,
-                        last && !ec, wec);
+      co_await WriteOut(down, head_sent ? nullptr : &head_text, chunked, buf.data(), n, last && !ec,
+                        wec);
       head_sent = true;
       out.started = true;
       if (wec) {

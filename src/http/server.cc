@@ -27,7 +27,8 @@ Server::Server(std::vector<asio::io_context*> workers, ServerOptions options, Ha
     };
   }
   for (auto* io : workers_) {
-    deadlines_.push_back(std::make_unique<Deadlines>(io->get_executor(), std::chrono::milliseconds(10)));
+    deadlines_.push_back(
+        std::make_unique<Deadlines>(io->get_executor(), std::chrono::milliseconds(10)));
   }
 }
 

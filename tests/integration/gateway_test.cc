@@ -42,8 +42,7 @@ class GatewayTest : public ::testing::Test {
     for (auto& e : extra_endpoints) eps += "    - " + e + "\n";
     std::string yaml =
         "apiVersion: infergrid.dev/v1\nkind: Gateway\nspec:\n  listen: 127.0.0.1:0\n  workers: " +
-        std::to_string(workers) + "\n" +
-        extra_spec +
+        std::to_string(workers) + "\n" + extra_spec +
         "  pools:\n  - name: main\n    models:\n    - name: test-model\n      aliases: [tm]\n" +
         pool_extra + "    endpoints:\n" + eps;
     auto cfg = config::ParseGateway(yaml, "test.yaml");
@@ -131,8 +130,9 @@ TEST_F(GatewayTest, ChunkedUploadsAreForwardedWhole) {
 
 TEST_F(GatewayTest, LargeBodiesAndStreamsArriveWhole) {
   Start(1);
-  auto r = PostJson(port_, "/v1/chat/completions",
-                    R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":6000})");
+  auto r = PostJson(
+      port_, "/v1/chat/completions",
+      R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":6000})");
   ASSERT_EQ(r.status, 200);
   ASSERT_TRUE(r.complete);
   json j = ParseBody(r);
@@ -409,7 +409,8 @@ TEST_F(GatewayTest, UnreachableEndpointIs502AndIsAvoidedAfterwards) {
   ExpectOpenAiError(r, 502, "connect_failed");
   // Accounting happens just after the response is written: wait for it.
   EXPECT_TRUE(WaitFor([&] {
-    return Metric("infergrid_upstream_errors_total{endpoint=\"" + dead_url + "\",kind=\"connect_failed\"}") == 1;
+    return Metric("infergrid_upstream_errors_total{endpoint=\"" + dead_url +
+                  "\",kind=\"connect_failed\"}") == 1;
   }));
   // The only endpoint is now known unreachable: not ready, and requests fail fast with 503.
   EXPECT_TRUE(WaitFor([&] { return Get(port_, "/ready").status == 503; }));
@@ -443,7 +444,9 @@ TEST_F(GatewayTest, RoundRobinProfileAlternates) {
 }
 
 TEST_F(GatewayTest, ConnectionPoolIsBoundedAndWaitersAreServedInTurn) {
-  Start(1, "  endpointMetrics:\n    enabled: false\n  upstream:\n    maxConnectionsPerEndpoint: 1\n", "", {}, 1);
+  Start(1,
+        "  endpointMetrics:\n    enabled: false\n  upstream:\n    maxConnectionsPerEndpoint: 1\n",
+        "", {}, 1);
   std::vector<std::future<int>> done;
   for (int i = 0; i < 3; ++i) {
     done.push_back(std::async(std::launch::async, [&] {
@@ -475,7 +478,8 @@ TEST_F(GatewayTest, SilenceMidStreamIsAnIdleTimeout) {
   RequestSpec s;
   s.method = "POST";
   s.target = "/v1/chat/completions";
-  s.body = R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true})";
+  s.body =
+      R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true})";
   s.headers["x-fake-token-delay-ms"] = "2000";
   auto r = testing::Request(port_, s);
   // The first token never came within the idle timeout: nothing was sent, so a clean error.

@@ -237,8 +237,9 @@ awaitable<void> FakeVllm::Complete(Exchange& ex, bool chat) {
     error_code ec;
     if (!req["x-fake-close-delimited"].empty()) {
       // An HTTP/1.0-style body: no length, no chunking, ended by closing the connection.
-      std::string raw = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n" +
-                        res_body.dump();
+      std::string raw =
+          "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n" +
+          res_body.dump();
       co_await asio::async_write(sock, asio::buffer(raw), with_ec(ec));
       sock.shutdown(tcp::socket::shutdown_send, ec);
       ex.close();

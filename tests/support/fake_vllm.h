@@ -23,7 +23,8 @@ namespace infergrid::testing {
 
 struct FakeVllmOptions {
   std::string model = "test-model";
-  std::vector<std::string> aliases;  // further names it answers to, as vLLM's --served-model-name a b
+  std::vector<std::string>
+      aliases;  // further names it answers to, as vLLM's --served-model-name a b
   std::string host = "127.0.0.1";
   uint16_t port = 0;
   int token_delay_ms = 0;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "common/signals.h"
 #include "fake_vllm.h"
 
 int main(int argc, char** argv) {
@@ -25,12 +26,7 @@ int main(int argc, char** argv) {
     o.aliases.assign(names.begin() + 1, names.end());
   }
 
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  sigset_t set = infergrid::BlockStopSignals();
   infergrid::testing::FakeVllm server(o);
   auto s = server.Start();
   if (!s.ok()) {
@@ -39,8 +35,7 @@ int main(int argc, char** argv) {
   }
   std::printf("listening on port %u\n", server.port());
   std::fflush(stdout);
-  int sig = 0;
-  sigwait(&set, &sig);
+  infergrid::WaitForStopSignal(set);
   server.Stop();
   return 0;
 }

@@ -432,6 +432,48 @@ TEST_F(GatewayTest, LeastLoadSpreadsConcurrentRequestsEvenly) {
   EXPECT_EQ(fakes_[1]->stats().requests, 4u);
 }
 
+TEST_F(GatewayTest, ConcurrentMixedTrafficLosesNothing) {
+  Start(2);
+  constexpr int kClients = 8, kEach = 40;
+  std::vector<std::future<int>> done;
+  for (int c = 0; c < kClients; ++c) {
+    done.push_back(std::async(std::launch::async, [&, c] {
+      int ok = 0;
+      for (int i = 0; i < kEach; ++i) {
+        RequestSpec s;
+        s.method = "POST";
+        bool stream = (c + i) % 2 == 0;
+        s.target = i % 3 == 0 ? "/v1/completions" : "/v1/chat/completions";
+        s.body =
+            i % 3 == 0
+                ? R"({"model":"test-model","prompt":"p","max_tokens":5,"stream":)" +
+                      std::string(stream ? "true" : "false") + "}"
+                : R"({"model":"test-model","messages":[{"role":"user","content":"m"}],"max_tokens":5,"stream":)" +
+                      std::string(stream ? "true" : "false") + "}";
+        s.headers["x-fake-token-delay-ms"] = i % 5 == 0 ? "2" : "0";
+        auto r = testing::Request(port_, s);
+        bool complete = r.status == 200 && r.complete &&
+                        (!stream || r.body.find("data: [DONE]") != std::string::npos);
+        ok += complete ? 1 : 0;
+      }
+      return ok;
+    }));
+  }
+  int ok = 0;
+  for (auto& d : done) ok += d.get();
+  EXPECT_EQ(ok, kClients * kEach);
+  EXPECT_TRUE(WaitFor([&] {
+    return fakes_[0]->stats().completed + fakes_[1]->stats().completed ==
+           static_cast<uint64_t>(kClients * kEach);
+  }));
+  for (auto& f : fakes_) {
+    EXPECT_TRUE(WaitFor([&] {
+      return Metric("infergrid_endpoint_in_flight_requests{pool=\"main\",endpoint=\"" + f->url() +
+                    "\"}") == 0;
+    }));
+  }
+}
+
 TEST_F(GatewayTest, RoundRobinProfileAlternates) {
   Start(2, "  schedulingProfiles:\n  - name: rr\n    picker: {name: round-robin}\n",
         "    schedulingProfile: rr\n");

@@ -77,6 +77,14 @@ class GatewayTest : public ::testing::Test {
   uint16_t port_ = 0;
 };
 
+RequestSpec Post(std::string target, std::string body) {
+  RequestSpec s;
+  s.method = "POST";
+  s.target = std::move(target);
+  s.body = std::move(body);
+  return s;
+}
+
 json ParseBody(const testing::HttpResult& r) {
   json j = json::parse(r.body, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << r.body;
@@ -137,10 +145,8 @@ TEST_F(GatewayTest, LargeBodiesAndStreamsArriveWhole) {
   ASSERT_TRUE(r.complete);
   json j = ParseBody(r);
   EXPECT_EQ(j["choices"][0]["message"]["content"].get<std::string>().size(), 6000u * 4);
-  RequestSpec s;
-  s.method = "POST";
-  s.target = "/v1/completions";
-  s.body = R"({"model":"test-model","prompt":"x","max_tokens":3000,"stream":true})";
+  RequestSpec s = Post("/v1/completions",
+                       R"({"model":"test-model","prompt":"x","max_tokens":3000,"stream":true})");
   r = testing::Request(port_, s);
   ASSERT_EQ(r.status, 200);
   EXPECT_TRUE(r.complete);
@@ -193,12 +199,10 @@ TEST_F(GatewayTest, StreamsArriveChunkByChunkWithUsageAndDone) {
   Start(1);
   auto start = std::chrono::steady_clock::now();
   std::vector<double> arrivals;
-  RequestSpec s;
-  s.method = "POST";
-  s.target = "/v1/chat/completions";
-  s.body =
+  RequestSpec s = Post(
+      "/v1/chat/completions",
       R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"stream":true,
-               "stream_options":{"include_usage":true}})";
+               "stream_options":{"include_usage":true}})");
   s.headers["x-fake-token-delay-ms"] = "150";
   s.on_piece = [&](const std::string&) {
     arrivals.push_back(
@@ -330,11 +334,9 @@ TEST_F(GatewayTest, UnknownPathIs404AndWrongMethodIs405) {
 
 TEST_F(GatewayTest, UpstreamResetMidStreamEndsTheStreamWithAnErrorEvent) {
   Start(1);
-  RequestSpec s;
-  s.method = "POST";
-  s.target = "/v1/chat/completions";
-  s.body =
-      R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":8,"stream":true})";
+  RequestSpec s = Post(
+      "/v1/chat/completions",
+      R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":8,"stream":true})");
   s.headers["x-fake-reset-after"] = "2";
   auto r = testing::Request(port_, s);
   EXPECT_EQ(r.status, 200);
@@ -351,10 +353,7 @@ TEST_F(GatewayTest, UpstreamResetMidStreamEndsTheStreamWithAnErrorEvent) {
 
 TEST_F(GatewayTest, ClientThatLeavesWhileWaitingCancelsUpstream) {
   Start(1);
-  RequestSpec s;
-  s.method = "POST";
-  s.target = "/v1/chat/completions";
-  s.body = kChat;
+  RequestSpec s = Post("/v1/chat/completions", kChat);
   s.headers["x-fake-delay-ms"] = "20000";
   s.timeout = std::chrono::milliseconds(300);  // the client gives up and closes
   auto r = testing::Request(port_, s);
@@ -371,11 +370,9 @@ TEST_F(GatewayTest, ClientThatLeavesWhileWaitingCancelsUpstream) {
 
 TEST_F(GatewayTest, ClientThatLeavesMidStreamCancelsUpstream) {
   Start(1);
-  RequestSpec s;
-  s.method = "POST";
-  s.target = "/v1/chat/completions";
-  s.body =
-      R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":200,"stream":true})";
+  RequestSpec s = Post(
+      "/v1/chat/completions",
+      R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":200,"stream":true})");
   s.headers["x-fake-token-delay-ms"] = "50";
   int pieces = 0;
   s.on_piece = [&](const std::string&) { return ++pieces < 2; };
@@ -386,10 +383,7 @@ TEST_F(GatewayTest, ClientThatLeavesMidStreamCancelsUpstream) {
 
 TEST_F(GatewayTest, FirstByteTimeoutIs504AndCancelsUpstream) {
   Start(1, "  timeouts:\n    firstByte: 300ms\n");
-  RequestSpec s;
-  s.method = "POST";
-  s.target = "/v1/chat/completions";
-  s.body = kChat;
+  RequestSpec s = Post("/v1/chat/completions", kChat);
   s.headers["x-fake-hang"] = "1";
   auto r = testing::Request(port_, s);
   ExpectOpenAiError(r, 504, "first_byte_timeout");
@@ -517,11 +511,9 @@ TEST_F(GatewayTest, ExhaustedPoolIs503AfterTheConnectTimeout) {
 
 TEST_F(GatewayTest, SilenceMidStreamIsAnIdleTimeout) {
   Start(1, "  timeouts:\n    idle: 300ms\n");
-  RequestSpec s;
-  s.method = "POST";
-  s.target = "/v1/chat/completions";
-  s.body =
-      R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true})";
+  RequestSpec s = Post(
+      "/v1/chat/completions",
+      R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true})");
   s.headers["x-fake-token-delay-ms"] = "2000";
   auto r = testing::Request(port_, s);
   // The first token never came within the idle timeout: nothing was sent, so a clean error.

@@ -217,7 +217,7 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
   } finish{*shared, watch};
 
   Lease lease;
-  beast::flat_buffer upbuf;
+  beast::flat_buffer& upbuf = ex.scratch().upstream;
   std::optional<bhttp::response_parser<bhttp::buffer_body>> parser_slot;
   error_code ec;
   for (int attempt = 0;; ++attempt) {
@@ -322,7 +322,7 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
   // The head goes out with the first piece of body (one write, one segment for a small
   // response); with no body it goes out alone.
   bool head_sent = false;
-  std::vector<char>& buf = ex.scratch();
+  std::vector<char>& buf = ex.scratch().relay;
   if (buf.size() < kReadChunk) buf.resize(kReadChunk);
   bool upstream_ok = true;
   bool last = !has_body;

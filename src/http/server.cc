@@ -135,7 +135,7 @@ awaitable<void> Server::Serve(tcp::socket socket, size_t worker) {
   // socket's pending operation, which then fails with operation_aborted and fired() set.
   Deadlines::SocketItem deadline(deadlines_[worker].get(), &sock);
   beast::flat_buffer buffer;
-  std::vector<char> scratch;
+  ConnectionScratch scratch;
   bool first = true;
   while (true) {
     error_code ec;

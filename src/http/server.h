@@ -20,11 +20,18 @@
 
 namespace infergrid::http {
 
+// Buffers owned by a connection and reused by each of its requests, so the request path does
+// not allocate them anew (a relay buffer, and a read buffer for the upstream response).
+struct ConnectionScratch {
+  std::vector<char> relay;
+  beast::flat_buffer upstream;
+};
+
 // One request and its connection, handed to the handler.
 class Exchange {
  public:
   Exchange(beast::tcp_stream& stream, StringRequest& request, size_t worker, Duration write_timeout,
-           std::vector<char>& scratch, Deadlines* deadlines)
+           ConnectionScratch& scratch, Deadlines* deadlines)
       : stream_(stream),
         request_(request),
         worker_(worker),
@@ -35,8 +42,7 @@ class Exchange {
         deadlines_(deadlines) {}
   // The worker's coarse deadline service, for timeouts of work done for this request.
   Deadlines* deadlines() { return deadlines_; }
-  // A buffer owned by the connection, reused by each of its requests (e.g. for relaying).
-  std::vector<char>& scratch() { return scratch_; }
+  ConnectionScratch& scratch() { return scratch_; }
   // The index of the worker thread serving this connection (for worker-local state).
   size_t worker() const { return worker_; }
   StringRequest& request() { return request_; }
@@ -61,7 +67,7 @@ class Exchange {
   Duration write_timeout_;
   bool client_keep_alive_;
   unsigned client_version_;
-  std::vector<char>& scratch_;
+  ConnectionScratch& scratch_;
   Deadlines* deadlines_;
   bool keep_alive_ = true;
 };

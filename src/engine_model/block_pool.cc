@@ -1,0 +1,125 @@
+#include "engine_model/block_pool.h"
+
+namespace infergrid::engine_model {
+
+namespace {
+// 64-bit mixing (splitmix64's finalizer): cheap, deterministic, well spread.
+uint64_t Mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+}  // namespace
+
+BlockHash HashBlock(BlockHash parent, std::span<const uint32_t> tokens) {
+  uint64_t h = Mix(parent ^ 0x9e3779b97f4a7c15ull);
+  for (uint32_t t : tokens) h = Mix(h ^ (t + 0x9e3779b97f4a7c15ull));
+  h = Mix(h ^ tokens.size());
+  return h == 0 ? 1 : h;  // 0 is reserved for "no parent"
+}
+
+std::vector<BlockHash> HashBlocks(std::span<const uint32_t> tokens, size_t block_size) {
+  std::vector<BlockHash> out;
+  BlockHash parent = 0;
+  for (size_t i = 0; i + block_size <= tokens.size(); i += block_size) {
+    parent = HashBlock(parent, tokens.subspan(i, block_size));
+    out.push_back(parent);
+  }
+  return out;
+}
+
+BlockPool::BlockPool(uint32_t num_blocks)
+    : ref_(num_blocks, 0),
+      prev_(num_blocks, kNone),
+      next_(num_blocks, kNone),
+      in_free_(num_blocks, false),
+      hash_(num_blocks) {
+  for (BlockId b = 0; b < num_blocks; ++b) PushTail(b);
+}
+
+void BlockPool::PushTail(BlockId b) {
+  prev_[b] = tail_;
+  next_[b] = kNone;
+  if (tail_ != kNone) {
+    next_[tail_] = b;
+  } else {
+    head_ = b;
+  }
+  tail_ = b;
+  in_free_[b] = true;
+  ++free_count_;
+}
+
+void BlockPool::Unlink(BlockId b) {
+  if (prev_[b] != kNone) {
+    next_[prev_[b]] = next_[b];
+  } else {
+    head_ = next_[b];
+  }
+  if (next_[b] != kNone) {
+    prev_[next_[b]] = prev_[b];
+  } else {
+    tail_ = prev_[b];
+  }
+  prev_[b] = next_[b] = kNone;
+  in_free_[b] = false;
+  --free_count_;
+}
+
+size_t BlockPool::CachedPrefix(std::span<const BlockHash> hashes) const {
+  size_t n = 0;
+  while (n < hashes.size() && cached_.count(hashes[n]) > 0) ++n;
+  return n;
+}
+
+std::vector<BlockId> BlockPool::Acquire(std::span<const BlockHash> hashes, size_t n) {
+  std::vector<BlockId> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    BlockId b = cached_.at(hashes[i]);
+    if (in_free_[b]) Unlink(b);
+    ++ref_[b];
+    out.push_back(b);
+  }
+  return out;
+}
+
+std::optional<std::vector<BlockId>> BlockPool::Allocate(size_t n) {
+  if (n > free_count_) return std::nullopt;
+  std::vector<BlockId> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    BlockId b = head_;
+    Unlink(b);
+    if (hash_[b]) {
+      // Reusing a block that still holds a cached prefix: that prefix is gone now.
+      auto it = cached_.find(*hash_[b]);
+      if (it != cached_.end() && it->second == b) cached_.erase(it);
+      hash_[b].reset();
+      ++evictions_;
+    }
+    ref_[b] = 1;
+    out.push_back(b);
+  }
+  return out;
+}
+
+void BlockPool::Commit(BlockId block, BlockHash hash) {
+  if (hash_[block]) return;
+  auto [it, inserted] = cached_.emplace(hash, block);
+  if (inserted) hash_[block] = hash;
+}
+
+void BlockPool::Release(std::span<const BlockId> blocks) {
+  for (BlockId b : blocks) {
+    if (ref_[b] == 0) continue;  // a double release is a caller bug; stay consistent
+    if (--ref_[b] == 0) PushTail(b);
+  }
+}
+
+std::optional<BlockHash> BlockPool::hash_of(BlockId b) const { return hash_[b]; }
+
+}  // namespace infergrid::engine_model

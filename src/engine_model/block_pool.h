@@ -1,0 +1,75 @@
+#pragma once
+// The paged KV cache of one model server, as vLLM's v1 engine manages it: N blocks of B
+// tokens; a full block is identified by a chained hash of (its parent block's hash, its token
+// ids), so equal prefixes map to equal hash chains; freed blocks keep their contents and stay
+// findable by hash until they are evicted, least recently freed first.
+//
+// Pure and deterministic: no I/O, no clock, no randomness. Not thread-safe. Part of the
+// engine model shared by the simulator and the planner (issue 3).
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace infergrid::engine_model {
+
+using BlockHash = uint64_t;
+using BlockId = uint32_t;
+
+// The hash of a full block given its parent's hash (0 for the first block).
+BlockHash HashBlock(BlockHash parent, std::span<const uint32_t> tokens);
+
+// The chained hashes of every full block of `tokens` (a partial last block has none).
+std::vector<BlockHash> HashBlocks(std::span<const uint32_t> tokens, size_t block_size);
+
+class BlockPool {
+ public:
+  explicit BlockPool(uint32_t num_blocks);
+
+  uint32_t num_blocks() const { return static_cast<uint32_t>(ref_.size()); }
+  // Blocks that can be handed out now: unreferenced ones, cached or not.
+  uint32_t num_free() const { return free_count_; }
+  double usage() const { return 1.0 - static_cast<double>(free_count_) / num_blocks(); }
+
+  // How many leading hashes are cached (in use or free), i.e. the reusable prefix in blocks.
+  size_t CachedPrefix(std::span<const BlockHash> hashes) const;
+
+  // Takes a reference on each of the first `n` cached blocks of `hashes` (n from
+  // CachedPrefix) and returns them; free ones leave the free queue.
+  std::vector<BlockId> Acquire(std::span<const BlockHash> hashes, size_t n);
+
+  // Hands out `n` blocks from the head of the free queue (least recently freed first),
+  // evicting their cached contents. nullopt, and nothing taken, if fewer than `n` are free.
+  std::optional<std::vector<BlockId>> Allocate(size_t n);
+
+  // Records that `block` (referenced, now full) holds the block with `hash`, so later
+  // requests can reuse it. A hash already cached elsewhere keeps its first block.
+  void Commit(BlockId block, BlockHash hash);
+
+  // Drops one reference from each block, in order; a block reaching zero goes to the tail of
+  // the free queue, still cached. (vLLM frees a request's blocks last-first, so the tail of a
+  // sequence is evicted before its shared head.)
+  void Release(std::span<const BlockId> blocks);
+
+  uint64_t evictions() const { return evictions_; }
+  uint32_t ref_count(BlockId b) const { return ref_[b]; }
+  std::optional<BlockHash> hash_of(BlockId b) const;
+
+ private:
+  static constexpr BlockId kNone = UINT32_MAX;
+  void PushTail(BlockId b);
+  void Unlink(BlockId b);
+
+  std::vector<uint32_t> ref_;
+  std::vector<BlockId> prev_, next_;  // the free queue, intrusive and doubly linked
+  std::vector<bool> in_free_;
+  std::vector<std::optional<BlockHash>> hash_;
+  BlockId head_ = kNone, tail_ = kNone;
+  uint32_t free_count_ = 0;
+  std::unordered_map<BlockHash, BlockId> cached_;
+  uint64_t evictions_ = 0;
+};
+
+}  // namespace infergrid::engine_model

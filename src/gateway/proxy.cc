@@ -99,10 +99,12 @@ awaitable<void> SendError(Exchange& ex, int status, const std::string& message,
   co_await ex.Respond(std::move(res));
 }
 
+// Whether a failure on a reused connection means the server had closed it before seeing our
+// request: the connection ended before any response byte. (Once a byte came back the request
+// was processed, and resending would run the generation twice.)
 bool Retryable(const error_code& ec) {
   return ec == asio::error::eof || ec == bhttp::error::end_of_stream ||
-         ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
-         ec == bhttp::error::partial_message;
+         ec == asio::error::connection_reset || ec == asio::error::broken_pipe;
 }
 
 // The state of one proxied request that outlives-safe callbacks may see. Touched on the
@@ -112,6 +114,7 @@ struct Shared {
   tcp::socket* upstream = nullptr;
   bool done = false;
   bool client_gone = false;
+  bool writing_client = false;  // a write to the client is in progress
 };
 
 void CloseUpstream(Shared& s) {
@@ -173,10 +176,13 @@ class Timeout : public Deadlines::Item {
 
  protected:
   void OnExpire() override {
+    // Closing is sticky: an operation started after this (a cancel could race a completion
+    // already queued) fails at once rather than waiting without a deadline.
     CloseUpstream(*shared_);
-    if (shared_->client) {
+    if (shared_->client && shared_->writing_client) {
+      // The client stopped reading mid-response: the response is lost anyway.
       error_code ignored;
-      shared_->client->cancel(ignored);
+      shared_->client->shutdown(tcp::socket::shutdown_both, ignored);
     }
   }
 
@@ -247,7 +253,8 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
       do {
         parser_slot.emplace();
         parser_slot->body_limit(boost::none);
-        ec = co_await ReadMessage(up, upbuf, *parser_slot, /*header_only=*/true);
+        parser_slot->header_limit(64 << 10);
+        ec = co_await ReadMessage(up, upbuf, *parser_slot, /*header_only=*/true, &timeout);
       } while (!ec && parser_slot->get().result_int() / 100 == 1);
     }
     if (shared->client_gone) {
@@ -264,11 +271,18 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
       co_await SendError(ex, 504, "the model server did not respond in time", out.error);
       co_return out;
     }
-    if (reused && attempt == 0 && Retryable(ec)) {
+    if (reused && attempt == 0 && !parser_slot->got_some() && Retryable(ec)) {
       // The server closed an idle keep-alive connection as we reused it: nothing was
       // processed, so resend once on a new connection.
       if (on_retry) on_retry();
       continue;
+    }
+    if (ec.category() == bhttp::make_error_code(bhttp::error::header_limit).category()) {
+      out.error = "bad_response";
+      out.status = 502;
+      co_await SendError(ex, 502, "the model server sent a malformed response: " + ec.message(),
+                         out.error);
+      co_return out;
     }
     out.error = "reset_before_response";
     out.status = 502;
@@ -325,6 +339,7 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
   std::vector<char>& buf = ex.scratch().relay;
   if (buf.size() < kReadChunk) buf.resize(kReadChunk);
   bool upstream_ok = true;
+  bool timed_out = false;
   bool last = !has_body;
   while (true) {
     size_t n = 0;
@@ -340,8 +355,14 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
           if (ec || parser.is_done() || upres.body().size < buf.size()) break;
           if (used > 0 && upbuf.size() > 0) continue;
         }
+        if (timeout.fired()) {  // expired while we were not waiting: still a timeout
+          timed_out = true;
+          ec = asio::error::timed_out;
+          break;
+        }
         timeout.ArmAfter(options.idle);
         size_t got = co_await up.async_read_some(upbuf.prepare(kReadChunk), with_ec(ec));
+        if (ec && timeout.fired()) timed_out = true;
         if (ec) {
           if (ec == asio::error::eof) {
             // A body delimited by the server's close ends here; any other is cut short.
@@ -358,11 +379,11 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
       out.client_gone = true;
       co_return out;
     }
-    std::string kind = !ec ? "" : timeout.fired() ? "idle_timeout" : "reset_mid_stream";
+    std::string kind = !ec ? "" : timed_out ? "idle_timeout" : "reset_mid_stream";
     if (ec && !head_sent) {
       // Nothing has reached the client yet: it can still get a clean error response.
       out.error = kind;
-      out.status = timeout.fired() ? 504 : 502;
+      out.status = timed_out ? 504 : 502;
       co_await SendError(ex, out.status, "the model server's response broke off: " + ec.message(),
                          out.error);
       co_return out;
@@ -370,14 +391,23 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
     if (n > 0 || (last && !ec) || !head_sent) {
       if (n == 0 && !last && !ec) continue;  // a chunk header only; nothing to send yet
       error_code wec;
+      if (timeout.fired()) timed_out = true;
       timeout.ArmAfter(options.idle);
+      shared->writing_client = true;
       co_await WriteOut(down, head_sent ? nullptr : &head_text, chunked, buf.data(), n, last && !ec,
                         wec);
+      shared->writing_client = false;
       head_sent = true;
       out.started = true;
-      if (wec) {
+      if (wec || timeout.fired()) {
+        // The client left or stopped reading: whatever it got of this response is cut, so this
+        // connection must not carry another. Dropping the lease closes the upstream connection,
+        // which cancels the request there.
         out.client_gone = true;
-        co_return out;  // the lease is dropped: the upstream connection closes, cancelling it
+        ex.close();
+        error_code ignored;
+        down.shutdown(tcp::socket::shutdown_both, ignored);
+        co_return out;
       }
     }
     if (ec) {

@@ -45,7 +45,11 @@ awaitable<void> Deadlines::Sweep() {
       if (item->at_ <= now) {
         item->at_ = Clock::time_point::max();
         item->fired_ = true;
-        item->OnExpire();
+        try {
+          item->OnExpire();
+        } catch (...) {
+          // Only allocation can fail here; one lost expiry must not stop every other.
+        }
       }
     }
   }

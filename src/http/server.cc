@@ -153,7 +153,7 @@ awaitable<void> Server::Serve(tcp::socket socket, size_t worker) {
     first = false;
 
     deadline.ArmAfter(options_.header_timeout);
-    ec = co_await ReadMessage(sock, buffer, parser, /*header_only=*/true);
+    ec = co_await ReadMessage(sock, buffer, parser, /*header_only=*/true, &deadline);
     if (ec) {
       deadline.Disarm();
       if (deadline.fired()) {
@@ -180,14 +180,15 @@ awaitable<void> Server::Serve(tcp::socket socket, size_t worker) {
       co_return;
     }
     deadline.ArmAfter(options_.body_timeout);
-    if (parser.get()[bhttp::field::expect] == "100-continue") {
+    if (parser.get()[bhttp::field::expect] == "100-continue" && parser.get().version() == 11 &&
+        !parser.is_done()) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       co_await asio::async_write(sock, asio::buffer(kContinue), with_ec(ec));
       if (ec) co_return;
     }
     if (!parser.is_done()) {
       parser.eager(true);
-      ec = co_await ReadMessage(sock, buffer, parser, /*header_only=*/false);
+      ec = co_await ReadMessage(sock, buffer, parser, /*header_only=*/false, &deadline);
     }
     deadline.Disarm();
     if (ec) {

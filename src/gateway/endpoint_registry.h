@@ -101,7 +101,6 @@ class PoolState {
   void OnCompleted(const RequestInfo& req, EndpointState* endpoint, const Completion& c);
   // Ready: at least one endpoint is reachable.
   bool Ready() const;
-  const std::string& profile_name() const { return scheduler_->profile_name(); }
 
  private:
   config::Pool cfg_;

@@ -58,7 +58,6 @@ class Exchange {
   void close() { keep_alive_ = false; }
   // The client's HTTP version: 10 or 11.
   unsigned client_version() const { return client_version_; }
-  Duration write_timeout() const { return write_timeout_; }
 
  private:
   beast::tcp_stream& stream_;

@@ -75,6 +75,12 @@ size_t BlockPool::CachedPrefix(std::span<const BlockHash> hashes) const {
   return n;
 }
 
+size_t BlockPool::FreeAmong(std::span<const BlockHash> hashes, size_t n) const {
+  size_t free = 0;
+  for (size_t i = 0; i < n; ++i) free += in_free_[cached_.at(hashes[i])] ? 1 : 0;
+  return free;
+}
+
 std::vector<BlockId> BlockPool::Acquire(std::span<const BlockHash> hashes, size_t n) {
   std::vector<BlockId> out;
   out.reserve(n);
@@ -97,7 +103,10 @@ std::optional<std::vector<BlockId>> BlockPool::Allocate(size_t n) {
     if (hash_[b]) {
       // Reusing a block that still holds a cached prefix: that prefix is gone now.
       auto it = cached_.find(*hash_[b]);
-      if (it != cached_.end() && it->second == b) cached_.erase(it);
+      if (it != cached_.end() && it->second == b) {
+        cached_.erase(it);
+        evicted_.push_back(*hash_[b]);
+      }
       hash_[b].reset();
       ++evictions_;
     }
@@ -107,10 +116,16 @@ std::optional<std::vector<BlockId>> BlockPool::Allocate(size_t n) {
   return out;
 }
 
-void BlockPool::Commit(BlockId block, BlockHash hash) {
-  if (hash_[block]) return;
+bool BlockPool::Commit(BlockId block, BlockHash hash) {
+  if (hash_[block]) return false;
   auto [it, inserted] = cached_.emplace(hash, block);
   if (inserted) hash_[block] = hash;
+  return inserted;
+}
+
+void BlockPool::ClearCache() {
+  cached_.clear();
+  for (auto& h : hash_) h.reset();
 }
 
 void BlockPool::Release(std::span<const BlockId> blocks) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace infergrid::engine_model {
@@ -36,6 +37,10 @@ class BlockPool {
   // How many leading hashes are cached (in use or free), i.e. the reusable prefix in blocks.
   size_t CachedPrefix(std::span<const BlockHash> hashes) const;
 
+  // How many of the first `n` cached blocks of `hashes` are unreferenced (acquiring them
+  // takes them off the free queue).
+  size_t FreeAmong(std::span<const BlockHash> hashes, size_t n) const;
+
   // Takes a reference on each of the first `n` cached blocks of `hashes` (n from
   // CachedPrefix) and returns them; free ones leave the free queue.
   std::vector<BlockId> Acquire(std::span<const BlockHash> hashes, size_t n);
@@ -45,13 +50,21 @@ class BlockPool {
   std::optional<std::vector<BlockId>> Allocate(size_t n);
 
   // Records that `block` (referenced, now full) holds the block with `hash`, so later
-  // requests can reuse it. A hash already cached elsewhere keeps its first block.
-  void Commit(BlockId block, BlockHash hash);
+  // requests can reuse it. A hash already cached elsewhere keeps its first block. True when
+  // the hash became newly cached (what a KV-cache event reports as stored).
+  bool Commit(BlockId block, BlockHash hash);
 
   // Drops one reference from each block, in order; a block reaching zero goes to the tail of
   // the free queue, still cached. (vLLM frees a request's blocks last-first, so the tail of a
   // sequence is evicted before its shared head.)
   void Release(std::span<const BlockId> blocks);
+
+  // Forgets every cached hash (blocks in use stay in use, now uncached). vLLM's
+  // reset_prefix_cache; reported as AllBlocksCleared.
+  void ClearCache();
+
+  // The hashes evicted since the last call, oldest first (KV-cache BlockRemoved events).
+  std::vector<BlockHash> TakeEvicted() { return std::exchange(evicted_, {}); }
 
   uint64_t evictions() const { return evictions_; }
   uint32_t ref_count(BlockId b) const { return ref_[b]; }
@@ -70,6 +83,7 @@ class BlockPool {
   uint32_t free_count_ = 0;
   std::unordered_map<BlockHash, BlockId> cached_;
   uint64_t evictions_ = 0;
+  std::vector<BlockHash> evicted_;
 };
 
 }  // namespace infergrid::engine_model

@@ -1,0 +1,249 @@
+#include "engine_model/engine.h"
+
+#include <algorithm>
+
+namespace infergrid::engine_model {
+
+const char* FinishReasonName(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kNone:
+      break;
+  }
+  return "";
+}
+
+Engine::Engine(EngineConfig config, HardwareSetup hw)
+    : config_(config), hw_(hw), pool_(config.num_blocks) {}
+
+uint64_t Engine::Add(RequestSpec spec, double now) {
+  auto seq = std::make_unique<Seq>();
+  seq->id = next_id_++;
+  seq->spec = std::move(spec);
+  seq->arrival = now;
+  Seq* s = seq.get();
+  seqs_.emplace(s->id, std::move(seq));
+  waiting_.push_back(s);
+  return s->id;
+}
+
+void Engine::Abort(uint64_t id) {
+  auto it = seqs_.find(id);
+  if (it != seqs_.end()) it->second->aborted = true;
+}
+
+void Engine::Free(Seq* s) {
+  // Last block first, so a sequence's tail is evicted before its (likely shared) head.
+  std::vector<BlockId> reversed(s->blocks.rbegin(), s->blocks.rend());
+  pool_.Release(reversed);
+  s->blocks.clear();
+}
+
+void Engine::Preempt(Seq* s) {
+  Free(s);
+  s->hashes.clear();
+  s->num_computed = 0;
+  s->preempted = true;
+  waiting_.push_front(s);
+  ++stats_.preemptions;
+}
+
+void Engine::PurgeAborted() {
+  auto gone = [this](Seq* s) {
+    if (!s->aborted) return false;
+    Free(s);
+    seqs_.erase(s->id);
+    return true;
+  };
+  std::erase_if(running_, gone);
+  std::erase_if(waiting_, gone);
+}
+
+uint32_t Engine::ChunkFor(const Seq& s, uint32_t budget) const {
+  uint32_t n = std::min(s.known() - s.num_computed, budget);
+  if (config_.long_prefill_token_threshold > 0) {
+    n = std::min(n, config_.long_prefill_token_threshold);
+  }
+  return n;
+}
+
+bool Engine::TryAdmit(Seq* s, uint32_t budget, uint32_t* chunk) {
+  // Look up the longest cached prefix of full blocks, short of the last known token.
+  size_t hit = 0;
+  if (config_.enable_prefix_caching) {
+    if (s->lookup_known != s->known()) {  // hashed once per length, not once per retry
+      std::vector<uint32_t> tokens(s->spec.prompt);
+      tokens.insert(tokens.end(), s->spec.output.begin(), s->spec.output.begin() + s->num_output);
+      s->lookup = HashBlocks(std::span(tokens).first(s->known() - 1), config_.block_size);
+      s->lookup_known = s->known();
+    }
+    hit = pool_.CachedPrefix(s->lookup);
+  }
+  const std::vector<BlockHash>& hashes = s->lookup;
+  uint32_t computed = static_cast<uint32_t>(hit) * config_.block_size;
+  uint32_t remaining = s->known() - computed;
+  uint32_t n = std::min(remaining, budget);
+  if (config_.long_prefill_token_threshold > 0) {
+    n = std::min(n, config_.long_prefill_token_threshold);
+  }
+  if (!config_.chunked_prefill && n < remaining) return false;
+  uint32_t fresh = BlocksFor(computed + n) - static_cast<uint32_t>(hit);
+  size_t free_after_hits = pool_.num_free() - (hit > 0 ? pool_.FreeAmong(hashes, hit) : 0);
+  if (fresh > free_after_hits) return false;
+
+  if (config_.enable_prefix_caching && !s->preempted) {  // vLLM counts first lookups only
+    stats_.prefix_cache_queries += s->known();
+    stats_.prefix_cache_hits += computed;
+  }
+  s->blocks = pool_.Acquire(hashes, hit);
+  auto more = pool_.Allocate(fresh);  // cannot fail: checked above
+  s->blocks.insert(s->blocks.end(), more->begin(), more->end());
+  s->hashes.assign(hashes.begin(), hashes.begin() + hit);
+  s->num_computed = computed;
+  if (!s->scheduled_before) {
+    s->cached_tokens = std::min<uint32_t>(computed, s->spec.prompt.size());
+    s->scheduled_before = true;
+  }
+  *chunk = n;
+  return true;
+}
+
+std::optional<double> Engine::BeginStep(double now) {
+  PurgeAborted();
+  batch_.clear();
+  uint32_t budget = config_.max_num_batched_tokens;
+  bool preempted = false;
+
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Seq* s = running_[i];
+    uint32_t n = ChunkFor(*s, budget);
+    uint32_t need = BlocksFor(s->num_computed + n) - static_cast<uint32_t>(s->blocks.size());
+    bool self_preempted = false;
+    while (need > pool_.num_free()) {
+      Seq* victim = running_.back();
+      running_.pop_back();
+      Preempt(victim);
+      preempted = true;
+      if (victim == s) {
+        self_preempted = true;
+        break;
+      }
+    }
+    if (self_preempted) break;
+    auto more = pool_.Allocate(need);
+    s->blocks.insert(s->blocks.end(), more->begin(), more->end());
+    batch_.push_back({s, n});
+    budget -= n;
+    ++i;
+  }
+  // (A victim is always at or after index i, so nothing already in batch_ was preempted.)
+
+  if (!preempted) {
+    while (!waiting_.empty() && budget > 0 && running_.size() < config_.max_num_seqs) {
+      Seq* s = waiting_.front();
+      uint32_t n = 0;
+      if (!TryAdmit(s, budget, &n)) break;
+      waiting_.pop_front();
+      running_.push_back(s);
+      batch_.push_back({s, n});
+      budget -= n;
+    }
+  }
+  DrainEvictions();
+  if (batch_.empty()) return std::nullopt;
+
+  std::vector<SeqWork> work;
+  work.reserve(batch_.size());
+  for (const Scheduled& b : batch_) work.push_back({b.new_tokens, b.seq->num_computed});
+  step_cost_ = RooflineStep(hw_, work);
+  step_start_ = now;
+  step_seconds_ = step_cost_.seconds;
+  in_step_ = true;
+  return step_seconds_;
+}
+
+void Engine::CommitFullBlocks(Seq* s) {
+  if (!config_.enable_prefix_caching) return;
+  const uint32_t bs = config_.block_size;
+  uint32_t full = s->num_computed / bs;
+  KvEvent stored{KvEvent::Kind::kStored, {}, s->hashes.empty() ? 0 : s->hashes.back(), {}};
+  std::vector<uint32_t> block(bs);
+  for (uint32_t k = static_cast<uint32_t>(s->hashes.size()); k < full; ++k) {
+    for (uint32_t j = 0; j < bs; ++j) block[j] = s->token(k * bs + j);
+    BlockHash h = HashBlock(s->hashes.empty() ? 0 : s->hashes.back(), block);
+    s->hashes.push_back(h);
+    if (pool_.Commit(s->blocks[k], h)) {
+      if (stored.hashes.empty()) stored.parent = k == 0 ? 0 : s->hashes[k - 1];
+      stored.hashes.push_back(h);
+      stored.tokens.insert(stored.tokens.end(), block.begin(), block.end());
+    } else if (!stored.hashes.empty()) {
+      kv_events_.push_back(std::move(stored));
+      stored = KvEvent{KvEvent::Kind::kStored, {}, 0, {}};
+    }
+  }
+  if (!stored.hashes.empty()) kv_events_.push_back(std::move(stored));
+}
+
+void Engine::DrainEvictions() {
+  auto evicted = pool_.TakeEvicted();
+  // One event per evicted block, as vLLM's block pool reports them.
+  for (BlockHash h : evicted) kv_events_.push_back({KvEvent::Kind::kRemoved, {h}, 0, {}});
+}
+
+StepResult Engine::EndStep() {
+  StepResult r;
+  r.start = step_start_;
+  r.end = step_start_ + step_seconds_;
+  r.cost = step_cost_;
+  r.num_seqs = static_cast<uint32_t>(batch_.size());
+  in_step_ = false;
+  ++stats_.steps;
+  std::vector<Seq*> finished;
+  for (const Scheduled& b : batch_) {
+    Seq* s = b.seq;
+    r.num_tokens += b.new_tokens;
+    if (s->aborted) continue;  // freed by the next PurgeAborted
+    s->num_computed += b.new_tokens;
+    CommitFullBlocks(s);
+    if (s->num_computed < s->known()) continue;  // a prefill chunk short of the end
+    TokenEvent t{s->id, s->num_output, FinishReason::kNone, r.end};
+    if (s->num_output == 0) {
+      t.prompt_tokens = static_cast<uint32_t>(s->spec.prompt.size());
+      t.cached_tokens = s->cached_tokens;
+      t.arrival = s->arrival;
+      stats_.prompt_tokens += s->spec.prompt.size();
+    }
+    ++s->num_output;
+    ++stats_.generation_tokens;
+    if (s->num_output >= s->spec.output.size()) {
+      t.finished = s->spec.end_reason;
+    } else if (s->known() >= config_.max_model_len) {
+      t.finished = FinishReason::kLength;
+    }
+    if (t.finished != FinishReason::kNone) finished.push_back(s);
+    r.tokens.push_back(t);
+  }
+  for (Seq* s : finished) {
+    Free(s);
+    std::erase(running_, s);
+    seqs_.erase(s->id);
+  }
+  batch_.clear();
+  r.kv_events = std::exchange(kv_events_, {});
+  return r;
+}
+
+std::vector<KvEvent> Engine::TakeKvEvents() { return std::exchange(kv_events_, {}); }
+
+bool Engine::ResetPrefixCache() {
+  if (!running_.empty() || in_step_) return false;
+  pool_.ClearCache();
+  pool_.TakeEvicted();
+  kv_events_.push_back({KvEvent::Kind::kAllCleared, {}, 0, {}});
+  return true;
+}
+
+}  // namespace infergrid::engine_model

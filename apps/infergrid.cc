@@ -11,6 +11,7 @@
 #include "common/signals.h"
 #include "config/config.h"
 #include "gateway/gateway.h"
+#include "sim/sim_main.h"
 #include "scheduling/registry.h"
 
 using namespace infergrid;
@@ -89,6 +90,11 @@ int main(int argc, char** argv) {
   auto* listen_opt =
       gw->add_option("--listen", listen, "HOST:PORT to listen on (default 0.0.0.0:8000)");
 
+  auto* sim_cmd = app.add_subcommand(
+      "sim", "Run simulated vLLM-compatible model servers (an engine model instead of a GPU)");
+  sim::SimFlags sim_flags;
+  sim::AddSimFlags(sim_cmd, &sim_flags);
+
   auto* cfg = app.add_subcommand("config", "Work with configuration files");
   cfg->require_subcommand(1);
   auto* validate = cfg->add_subcommand("validate", "Validate a v1 configuration file");
@@ -99,6 +105,7 @@ int main(int argc, char** argv) {
   if (verbose) log::SetLevel(log::Level::kDebug);
 
   if (*gw) return RunGateway(config_path, model, endpoints, listen, listen_opt->count() > 0);
+  if (*sim_cmd) return sim::RunSim(sim_flags);
   if (*validate) {
     auto g = LoadConfig(validate_path);
     if (!g.ok()) {

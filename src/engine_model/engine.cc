@@ -24,6 +24,7 @@ uint64_t Engine::Add(RequestSpec spec, double now) {
   seq->id = next_id_++;
   seq->spec = std::move(spec);
   seq->arrival = now;
+  seq->first_scheduled = -1;
   Seq* s = seq.get();
   seqs_.emplace(s->id, std::move(seq));
   waiting_.push_back(s);
@@ -146,6 +147,7 @@ std::optional<double> Engine::BeginStep(double now) {
       Seq* s = waiting_.front();
       uint32_t n = 0;
       if (!TryAdmit(s, budget, &n)) break;
+      if (s->first_scheduled < 0) s->first_scheduled = now;
       waiting_.pop_front();
       running_.push_back(s);
       batch_.push_back({s, n});
@@ -214,6 +216,7 @@ StepResult Engine::EndStep() {
       t.prompt_tokens = static_cast<uint32_t>(s->spec.prompt.size());
       t.cached_tokens = s->cached_tokens;
       t.arrival = s->arrival;
+      t.scheduled = s->first_scheduled;
       stats_.prompt_tokens += s->spec.prompt.size();
     }
     ++s->num_output;

@@ -64,6 +64,7 @@ struct TokenEvent {
   uint32_t prompt_tokens = 0;
   uint32_t cached_tokens = 0;
   double arrival = 0;
+  double scheduled = 0;  // the start of the step that first scheduled it
 };
 
 struct KvEvent {
@@ -129,6 +130,7 @@ class Engine {
     uint32_t num_computed = 0;   // tokens in the KV cache
     uint32_t cached_tokens = 0;  // prompt tokens hit on its first scheduling
     bool scheduled_before = false;
+    double first_scheduled = 0;
     bool preempted = false;
     bool aborted = false;
     double arrival;

@@ -70,7 +70,8 @@ std::variant<std::vector<uint32_t>, ApiError> ChatPrompt(const json& body,
       return Invalid(fmt::format("messages.{}.role: Field required", i));
     }
     auto text = ContentText(m.value("content", json(nullptr)));
-    if (!text) return Invalid(fmt::format("messages.{}.content: Input should be a valid string", i));
+    if (!text)
+      return Invalid(fmt::format("messages.{}.content: Input should be a valid string", i));
     msgs.push_back({m["role"].get<std::string>(), std::move(*text)});
   }
   return tokenizer::Tokenize(tokenizer::RenderChat(msgs, add_generation_prompt), true);
@@ -118,7 +119,8 @@ std::variant<SimRequest, ApiError> ParseCompletion(Endpoint endpoint, std::strin
 
   for (const char* k : {"max_tokens", "max_completion_tokens"}) {
     if (!body.contains(k) || body[k].is_null()) continue;
-    if (!body[k].is_number_integer()) return Invalid(fmt::format("{}: Input should be a valid integer", k));
+    if (!body[k].is_number_integer())
+      return Invalid(fmt::format("{}: Input should be a valid integer", k));
     int64_t v = body[k].get<int64_t>();
     if (v < 1) return BadRequest(fmt::format("{} must be at least 1, got {}.", k, v), k);
     r.max_tokens = static_cast<uint32_t>(std::min<int64_t>(v, UINT32_MAX));
@@ -132,8 +134,8 @@ std::variant<SimRequest, ApiError> ParseCompletion(Endpoint endpoint, std::strin
     r.stream = body["stream"].get<bool>();
   }
   if (body.contains("stream_options") && body["stream_options"].is_object()) {
-    if (!r.stream) return BadRequest("Stream options can only be defined when `stream=True`.",
-                                     "stream_options");
+    if (!r.stream)
+      return BadRequest("Stream options can only be defined when `stream=True`.", "stream_options");
     r.include_usage = body["stream_options"].value("include_usage", true);
   }
   if (body.contains("seed") && body["seed"].is_number_integer()) {
@@ -179,7 +181,9 @@ std::variant<std::string, ApiError> Tokenize(std::string_view body_text, const P
   } else {
     return Invalid("prompt or messages: Field required");
   }
-  json out{{"count", ids.size()}, {"max_model_len", ctx.max_model_len}, {"tokens", ids},
+  json out{{"count", ids.size()},
+           {"max_model_len", ctx.max_model_len},
+           {"tokens", ids},
            {"token_strs", nullptr}};
   if (want_strs) {
     json strs = json::array();
@@ -223,8 +227,10 @@ namespace {
 
 void AppendHead(const ResponseShape& s, std::string* out) {
   // Model names and ids are JSON-escaped once per chunk; the rest is fixed text.
-  fmt::format_to(std::back_inserter(*out), "data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},",
-                 json(s.id).dump(), s.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion",
+  fmt::format_to(std::back_inserter(*out),
+                 "data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},",
+                 json(s.id).dump(),
+                 s.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion",
                  s.created, json(s.model).dump());
 }
 
@@ -240,15 +246,17 @@ std::string UsageJson(const Usage& u) {
 
 void AppendRoleChunk(const ResponseShape& s, std::string* out) {
   AppendHead(s, out);
-  *out += "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
-          "\"logprobs\":null,\"finish_reason\":null}]}\n\n";
+  *out +=
+      "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
+      "\"logprobs\":null,\"finish_reason\":null}]}\n\n";
 }
 
 void AppendTextChunk(const ResponseShape& s, std::string_view text, const char* finish_reason,
                      std::string* out) {
   AppendHead(s, out);
   std::string t = json(std::string(text)).dump();
-  std::string fr = finish_reason ? fmt::format("\"{}\",\"stop_reason\":null", finish_reason) : "null";
+  std::string fr =
+      finish_reason ? fmt::format("\"{}\",\"stop_reason\":null", finish_reason) : "null";
   if (s.endpoint == Endpoint::kChat) {
     fmt::format_to(std::back_inserter(*out),
                    "\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}},\"logprobs\":null,"
@@ -269,23 +277,29 @@ void AppendUsageChunk(const ResponseShape& s, const Usage& u, std::string* out) 
 
 void AppendDone(std::string* out) { *out += "data: [DONE]\n\n"; }
 
-void AppendErrorEvent(const ApiError& e, std::string* out) {
-  *out += "data: " + e.Json() + "\n\n";
-}
+void AppendErrorEvent(const ApiError& e, std::string* out) { *out += "data: " + e.Json() + "\n\n"; }
 
 std::string FullResponse(const ResponseShape& s, std::string_view text, const char* finish_reason,
                          const Usage& u) {
   json choice;
   if (s.endpoint == Endpoint::kChat) {
     choice = {{"index", 0},
-              {"message", {{"role", "assistant"}, {"content", text}, {"refusal", nullptr},
-                           {"tool_calls", json::array()}, {"reasoning_content", nullptr}}},
+              {"message",
+               {{"role", "assistant"},
+                {"content", text},
+                {"refusal", nullptr},
+                {"tool_calls", json::array()},
+                {"reasoning_content", nullptr}}},
               {"logprobs", nullptr},
               {"finish_reason", finish_reason},
               {"stop_reason", nullptr}};
   } else {
-    choice = {{"index", 0},         {"text", text},           {"logprobs", nullptr},
-              {"finish_reason", finish_reason}, {"stop_reason", nullptr}, {"prompt_logprobs", nullptr}};
+    choice = {{"index", 0},
+              {"text", text},
+              {"logprobs", nullptr},
+              {"finish_reason", finish_reason},
+              {"stop_reason", nullptr},
+              {"prompt_logprobs", nullptr}};
   }
   json j{{"id", s.id},
          {"object", s.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion"},

@@ -71,6 +71,7 @@ Result<std::unique_ptr<KvEventPublisher>> KvEventPublisher::Create(zmq::context_
     p->socket_->set(zmq::sockopt::sndhwm, 100000);
     p->socket_->set(zmq::sockopt::linger, 0);
     p->socket_->bind(endpoint);
+    p->endpoint_ = p->socket_->get(zmq::sockopt::last_endpoint);
   } catch (const zmq::error_t& e) {
     return Status::Error("kv events: cannot bind " + endpoint + ": " + e.what());
   }

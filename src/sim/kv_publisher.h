@@ -42,11 +42,14 @@ class KvEventPublisher {
   // messages past the high-water mark, as with vLLM.
   void Publish(std::span<const engine_model::KvEvent> events, double ts);
   uint64_t sequence() const { return seq_; }
+  // The endpoint bound, with the port resolved ("tcp://127.0.0.1:*" binds any free one).
+  const std::string& endpoint() const { return endpoint_; }
 
  private:
   KvEventPublisher() = default;
   std::unique_ptr<zmq::socket_t> socket_;
   std::string topic_;
+  std::string endpoint_;
   uint32_t block_size_ = 16;
   KvEventFormat format_ = KvEventFormat::kArray;
   uint64_t seq_ = 0;

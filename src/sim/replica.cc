@@ -1,12 +1,10 @@
 #include "sim/replica.h"
 
+#include <fmt/format.h>
 #include <sys/socket.h>
 
 #include <cmath>
 #include <ctime>
-
-#include <fmt/format.h>
-
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
@@ -29,14 +27,13 @@ uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
-                                          0.25,  0.5,   0.75, 1.0,  2.5,  5.0,  7.5,  10.0,
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                          0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
                                           20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
-const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
-                                         0.3,  0.4,   0.5,  0.75,  1.0, 2.5,  5.0,
-                                         7.5,  10.0,  20.0, 40.0,  80.0};
-const std::vector<double> kLatencyBuckets = {0.3,  0.5,  0.8,  1.0,   1.5,   2.0,   2.5,
-                                             5.0,  10.0, 15.0, 20.0,  30.0,  40.0,  50.0,
+const std::vector<double> kItlBuckets = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                                         0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+const std::vector<double> kLatencyBuckets = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                             5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
                                              60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 const std::vector<double> kIterationBuckets = {1,   8,    16,   32,   64,   128,  256,
                                                512, 1024, 2048, 4096, 8192, 16384};
@@ -89,8 +86,8 @@ Result<OutputLength> OutputLength::Parse(const std::string& s) {
              num(parts[2], &o.b) && o.a >= 1 && o.b >= 0) {
     o.kind = Kind::kNormal;
   } else {
-    return Status::Error("--output-len: expected none, N, uniform:MIN:MAX or normal:MEAN:STD, got '" +
-                         s + "'");
+    return Status::Error(
+        "--output-len: expected none, N, uniform:MIN:MAX or normal:MEAN:STD, got '" + s + "'");
   }
   return o;
 }
@@ -185,21 +182,22 @@ Replica::Replica(asio::io_context& io, const SimClock& clock, ReplicaOptions opt
       [c, this] {
         return std::vector<metrics::GaugeSample>{
             {{std::to_string(c.block_size), "auto", c.enable_prefix_caching ? "True" : "False",
-              fmt::format("{}", options_.hw.gpu_memory_utilization),
-              std::to_string(c.num_blocks), "0"},
+              fmt::format("{}", options_.hw.gpu_memory_utilization), std::to_string(c.num_blocks),
+              "0"},
              1.0}};
       });
   prefix_queries_ = counter("vllm:prefix_cache_queries_total",
                             "Prefix cache queries, in terms of number of queried tokens.");
   prefix_hits_ = counter("vllm:prefix_cache_hits_total",
                          "Prefix cache hits, in terms of number of cached tokens.");
-  preemptions_ = counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.");
+  preemptions_ =
+      counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.");
   prompt_tokens_ = counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.");
   generation_tokens_ =
       counter("vllm:generation_tokens_total", "Number of generation tokens processed.");
-  auto* success = metrics_.AddCounter("vllm:request_success_total",
-                                      "Count of successfully processed requests.",
-                                      {"model_name", "engine", "finished_reason"});
+  auto* success =
+      metrics_.AddCounter("vllm:request_success_total", "Count of successfully processed requests.",
+                          {"model_name", "engine", "finished_reason"});
   success_[0] = success->With({model, "0", "stop"});
   success_[1] = success->With({model, "0", "length"});
   aborted_ = success->With({model, "0", "abort"});
@@ -207,8 +205,8 @@ Replica::Replica(asio::io_context& io, const SimClock& clock, ReplicaOptions opt
                kTtftBuckets);
   itl_ = hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
               kItlBuckets);
-  e2e_ = hist("vllm:e2e_request_latency_seconds",
-              "Histogram of e2e request latency in seconds.", kLatencyBuckets);
+  e2e_ = hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+              kLatencyBuckets);
   queue_ = hist("vllm:request_queue_time_seconds",
                 "Histogram of time spent in WAITING phase for request.", kLatencyBuckets);
   iteration_tokens_ = hist("vllm:iteration_tokens_total",
@@ -280,7 +278,8 @@ awaitable<void> Replica::Handle(Exchange& ex) {
   }
   if (!Ready() || (options_.faults.draining && path != "/v1/models")) {
     const char* why = !Ready() ? "the server is starting" : "the server is draining";
-    co_await RespondError(ex, ApiError{503, "ServiceUnavailableError", why, std::nullopt});
+    ApiError err1{503, "ServiceUnavailableError", why, std::nullopt};
+    co_await RespondError(ex, err1);
     co_return;
   }
   ParseContext ctx{options_.served_names, options_.engine.max_model_len};
@@ -304,18 +303,19 @@ awaitable<void> Replica::Handle(Exchange& ex) {
       if (kv_) kv_->Publish(engine_.TakeKvEvents(), std::time(nullptr));
       co_await RespondJson(ex, 200, "");
     } else {
-      co_await RespondError(
-          ex, ApiError{409, "ConflictError", "requests are running; try again when idle", {}});
+      ApiError err2{409, "ConflictError", "requests are running; try again when idle", {}};
+      co_await RespondError(ex, err2);
     }
   } else if (path == "/v1/chat/completions" && post) {
     co_await Complete(ex, Endpoint::kChat);
   } else if (path == "/v1/completions" && post) {
     co_await Complete(ex, Endpoint::kCompletion);
-  } else if (path == "/v1/chat/completions" || path == "/v1/completions" ||
-             path == "/tokenize") {
-    co_await RespondError(ex, ApiError{405, "Method Not Allowed", "Method Not Allowed", {}});
+  } else if (path == "/v1/chat/completions" || path == "/v1/completions" || path == "/tokenize") {
+    ApiError err3{405, "Method Not Allowed", "Method Not Allowed", {}};
+    co_await RespondError(ex, err3);
   } else {
-    co_await RespondError(ex, ApiError{404, "Not Found", "Not Found", {}});
+    ApiError err4{404, "Not Found", "Not Found", {}};
+    co_await RespondError(ex, err4);
   }
 }
 
@@ -326,23 +326,32 @@ awaitable<void> Replica::Admin(Exchange& ex) {
   if (path == "/admin/faults" && req.method() == bhttp::verb::post) {
     json body = json::parse(req.body(), nullptr, false);
     if (body.is_discarded() || !body.is_object()) {
-      co_await RespondError(ex, ApiError{400, "BadRequestError", "expected a JSON object", {}});
+      ApiError err5{400, "BadRequestError", "expected a JSON object", {}};
+      co_await RespondError(ex, err5);
       co_return;
     }
     for (auto& [k, v] : body.items()) {
       bool ok = v.is_number() || (k == "draining" && v.is_boolean());
-      if (ok && k == "error_rate") f.error_rate = v.get<double>();
-      else if (ok && k == "added_latency_ms") f.added_latency_s = v.get<double>() / 1000;
-      else if (ok && k == "stall_rate") f.stall_rate = v.get<double>();
-      else if (ok && k == "stall_ms") f.stall_s = v.get<double>() / 1000;
-      else if (ok && k == "crash_after") f.crash_after = accepted_ + v.get<int64_t>();
-      else if (ok && k == "draining") f.draining = v.get<bool>();
+      if (ok && k == "error_rate")
+        f.error_rate = v.get<double>();
+      else if (ok && k == "added_latency_ms")
+        f.added_latency_s = v.get<double>() / 1000;
+      else if (ok && k == "stall_rate")
+        f.stall_rate = v.get<double>();
+      else if (ok && k == "stall_ms")
+        f.stall_s = v.get<double>() / 1000;
+      else if (ok && k == "crash_after")
+        f.crash_after = accepted_ + v.get<int64_t>();
+      else if (ok && k == "draining")
+        f.draining = v.get<bool>();
       else {
-        co_await RespondError(
-            ex, ApiError{400, "BadRequestError",
-                         fmt::format("unknown or mistyped fault '{}' (expected error_rate, "
-                                     "added_latency_ms, stall_rate, stall_ms, crash_after, "
-                                     "draining)", k), k});
+        ApiError err6{400, "BadRequestError",
+                      fmt::format("unknown or mistyped fault '{}' (expected error_rate, "
+                                  "added_latency_ms, stall_rate, stall_ms, crash_after, "
+                                  "draining)",
+                                  k),
+                      k};
+        co_await RespondError(ex, err6);
         co_return;
       }
     }
@@ -353,7 +362,8 @@ awaitable<void> Replica::Admin(Exchange& ex) {
     Reset(ex.stream().socket());
     co_return;
   } else if (path != "/admin/faults") {
-    co_await RespondError(ex, ApiError{404, "Not Found", "Not Found", {}});
+    ApiError err7{404, "Not Found", "Not Found", {}};
+    co_await RespondError(ex, err7);
     co_return;
   }
   json state{{"error_rate", f.error_rate},
@@ -383,8 +393,8 @@ awaitable<void> Replica::Complete(Exchange& ex, Endpoint endpoint) {
     co_return;
   }
   if (f.error_rate > 0 && (fault_rng_() >> 11) * 0x1.0p-53 < f.error_rate) {
-    co_await RespondError(
-        ex, ApiError{500, "InternalServerError", "Internal server error (injected fault)", {}});
+    ApiError err8{500, "InternalServerError", "Internal server error (injected fault)", {}};
+    co_await RespondError(ex, err8);
     co_return;
   }
 
@@ -413,9 +423,8 @@ awaitable<void> Replica::Complete(Exchange& ex, Endpoint endpoint) {
   spec.end_reason = n < limit ? FinishReason::kStop : FinishReason::kLength;
   std::string rid(ex.request()["x-request-id"]);
   if (rid.empty()) {
-    rid = fmt::format("{:016x}{:016x}", Mix(options_.seed + options_.index * 0x1000003ull +
-                                            ++next_request_),
-                      h);
+    rid = fmt::format("{:016x}{:016x}",
+                      Mix(options_.seed + options_.index * 0x1000003ull + ++next_request_), h);
   }
   p.shape = ResponseShape{endpoint, (endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-") + rid,
                           r.model, WallSeconds()};
@@ -535,9 +544,9 @@ void Replica::OnStepEnd() {
   iteration_tokens_->Observe(r.num_tokens);
   for (const auto& t : r.tokens) Deliver(t);
   if (kv_ && !r.kv_events.empty()) {
-    kv_->Publish(r.kv_events,
-                 std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-                     .count());
+    kv_->Publish(
+        r.kv_events,
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   }
   SyncCounters();
   stepping_ = false;

@@ -56,13 +56,13 @@ struct OutputLength {
 
 // Faults, set by flag or at run time (POST /admin/faults). Durations are model time.
 struct Faults {
-  double error_rate = 0;        // share of completions answered 500 at once
-  double added_latency_s = 0;   // before a request reaches the engine
-  double stall_rate = 0;        // share of steps that start after a stall
+  double error_rate = 0;       // share of completions answered 500 at once
+  double added_latency_s = 0;  // before a request reaches the engine
+  double stall_rate = 0;       // share of steps that start after a stall
   double stall_s = 0;
-  int64_t crash_after = -1;     // completions accepted before the replica crashes; -1 never
-  double slow_start_s = 0;      // not ready (503) for this long after start
-  bool draining = false;        // finish in-flight, refuse new with 503
+  int64_t crash_after = -1;  // completions accepted before the replica crashes; -1 never
+  double slow_start_s = 0;   // not ready (503) for this long after start
+  bool draining = false;     // finish in-flight, refuse new with 503
 };
 
 struct ReplicaOptions {
@@ -90,6 +90,8 @@ class Replica {
 
   Status Start();
   uint16_t port() const { return port_; }
+  // Where KV-cache events are published ("" when off), with the port resolved.
+  std::string kv_events_endpoint() const { return kv_ ? kv_->endpoint() : ""; }
   const engine_model::Engine& engine() const { return engine_; }
   // Releases I/O objects: after the io_context stopped running, before it is destroyed.
   void Shutdown();

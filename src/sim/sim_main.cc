@@ -1,12 +1,11 @@
 #include "sim/sim_main.h"
 
-#include <cstdio>
-#include <iostream>
-#include <thread>
-
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <iostream>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <zmq.hpp>
 
 #include "common/host_port.h"
@@ -48,15 +47,20 @@ Result<std::string> OffsetEndpoint(const std::string& ep, uint32_t i) {
 
 Result<std::vector<ReplicaOptions>> Build(SimFlags f) {
   const auto* accel = FindAccelerator(f.accelerator);
-  if (!accel) return Status::Error("--accelerator: unknown '" + f.accelerator + "' (one of " + Names(false) + ")");
+  if (!accel)
+    return Status::Error("--accelerator: unknown '" + f.accelerator + "' (one of " + Names(false) +
+                         ")");
   const auto* model = FindModel(f.model_profile);
-  if (!model) return Status::Error("--model-profile: unknown '" + f.model_profile + "' (one of " + Names(true) + ")");
+  if (!model)
+    return Status::Error("--model-profile: unknown '" + f.model_profile + "' (one of " +
+                         Names(true) + ")");
   auto dtype = engine_model::ParseDtype(f.dtype);
   if (!dtype) return Status::Error("--dtype: expected bf16 or fp8, got '" + f.dtype + "'");
   if (f.tp == 0) return Status::Error("--tp: must be at least 1");
   if (f.replicas == 0 || f.replicas > 1024) return Status::Error("--replicas: expected 1..1024");
   if (!(f.time_scale > 0)) return Status::Error("--time-scale: must be > 0");
-  if (f.block_size == 0 || f.block_size > 1024) return Status::Error("--block-size: expected 1..1024");
+  if (f.block_size == 0 || f.block_size > 1024)
+    return Status::Error("--block-size: expected 1..1024");
   if (f.gpu_memory_utilization <= 0 || f.gpu_memory_utilization > 1) {
     return Status::Error("--gpu-memory-utilization: expected (0, 1]");
   }
@@ -68,8 +72,10 @@ Result<std::vector<ReplicaOptions>> Build(SimFlags f) {
 
   if (!f.kv_events_config.empty()) {
     auto j = nlohmann::json::parse(f.kv_events_config, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return Status::Error("--kv-events-config: expected a JSON object");
-    if (j.value("enable_kv_cache_events", false) && j.value("publisher", std::string("zmq")) == "zmq") {
+    if (j.is_discarded() || !j.is_object())
+      return Status::Error("--kv-events-config: expected a JSON object");
+    if (j.value("enable_kv_cache_events", false) &&
+        j.value("publisher", std::string("zmq")) == "zmq") {
       f.kv_events_endpoint = j.value("endpoint", std::string("tcp://*:5557"));
       f.kv_events_topic = j.value("topic", std::string());
     }
@@ -102,16 +108,17 @@ Result<std::vector<ReplicaOptions>> Build(SimFlags f) {
   }
   // vLLM's online-serving defaults: devices of 70 GiB or more get 8192 tokens and 1024 seqs.
   const bool big = accel->hbm_bytes >= 70.0 * (1ull << 30);
-  ec.max_num_batched_tokens = f.max_num_batched_tokens ? f.max_num_batched_tokens : (big ? 8192 : 2048);
+  ec.max_num_batched_tokens =
+      f.max_num_batched_tokens ? f.max_num_batched_tokens : (big ? 8192 : 2048);
   ec.max_num_seqs = f.max_num_seqs ? f.max_num_seqs : (big ? 1024 : 256);
   ec.long_prefill_token_threshold = f.long_prefill_token_threshold;
   ec.enable_prefix_caching = !f.no_prefix_caching;
   uint64_t capacity = static_cast<uint64_t>(ec.num_blocks) * ec.block_size;
   if (f.max_model_len > 0) {
     if (f.max_model_len > capacity) {
-      return Status::Error(fmt::format(
-          "--max-model-len {} is more than the KV cache holds ({} tokens in {} blocks)",
-          f.max_model_len, capacity, ec.num_blocks));
+      return Status::Error(
+          fmt::format("--max-model-len {} is more than the KV cache holds ({} tokens in {} blocks)",
+                      f.max_model_len, capacity, ec.num_blocks));
     }
     ec.max_model_len = f.max_model_len;
   } else {
@@ -125,8 +132,8 @@ Result<std::vector<ReplicaOptions>> Build(SimFlags f) {
     o.host = f.host;
     o.port = f.port == 0 ? 0 : static_cast<uint16_t>(f.port + i);
     o.index = i;
-    o.served_names = f.served_model_names.empty() ? std::vector<std::string>{model->name}
-                                                  : f.served_model_names;
+    o.served_names =
+        f.served_model_names.empty() ? std::vector<std::string>{model->name} : f.served_model_names;
     o.root = model->hf_id;
     o.engine = ec;
     o.hw = hw;
@@ -173,13 +180,17 @@ void AddSimFlags(CLI::App* c, SimFlags* f) {
   c->add_option("--max-num-batched-tokens", f->max_num_batched_tokens,
                 "Default: vLLM's for the device");
   c->add_option("--max-model-len", f->max_model_len, "Default: the model's, within the KV cache");
-  c->add_option("--long-prefill-token-threshold", f->long_prefill_token_threshold, "Default 0 (off)");
+  c->add_option("--long-prefill-token-threshold", f->long_prefill_token_threshold,
+                "Default 0 (off)");
   c->add_flag("--no-enable-prefix-caching", f->no_prefix_caching, "Turn prefix caching off");
-  c->add_option("--compute-efficiency", f->compute_efficiency, "Achieved/peak FLOP/s (default 0.5)");
-  c->add_option("--memory-efficiency", f->memory_efficiency, "Achieved/peak HBM bandwidth (default 0.75)");
+  c->add_option("--compute-efficiency", f->compute_efficiency,
+                "Achieved/peak FLOP/s (default 0.5)");
+  c->add_option("--memory-efficiency", f->memory_efficiency,
+                "Achieved/peak HBM bandwidth (default 0.75)");
   c->add_option("--step-overhead-ms", f->step_overhead_ms, "Fixed cost per step (default 1.5)");
-  c->add_option("--output-len", f->output_len,
-                "Output lengths: none (max_tokens; 256 if absent), N, uniform:MIN:MAX, normal:MEAN:STD");
+  c->add_option(
+      "--output-len", f->output_len,
+      "Output lengths: none (max_tokens; 256 if absent), N, uniform:MIN:MAX, normal:MEAN:STD");
   c->add_flag("--enable-prompt-tokens-details", f->prompt_tokens_details,
               "Report usage.prompt_tokens_details.cached_tokens");
   c->add_option("--error-rate", f->error_rate, "Fault: share of completions answered 500");
@@ -203,9 +214,10 @@ int RunSim(const SimFlags& flags) {
     return 2;
   }
   sigset_t set = BlockStopSignals();
-  uint32_t threads = flags.threads ? flags.threads
-                                   : std::min<uint32_t>(flags.replicas,
-                                                        std::max(1u, std::thread::hardware_concurrency()));
+  uint32_t threads =
+      flags.threads
+          ? flags.threads
+          : std::min<uint32_t>(flags.replicas, std::max(1u, std::thread::hardware_concurrency()));
   SimClock clock(flags.time_scale);
   zmq::context_t zctx(1);
   std::vector<std::unique_ptr<asio::io_context>> ios;
@@ -223,11 +235,11 @@ int RunSim(const SimFlags& flags) {
   }
   const auto& e = replicas[0]->engine().config();
   const auto& hw = replicas[0]->engine().hardware();
-  log::Info("{} x {} on {} (tp {}, {}): {} KV blocks of {} tokens, max_model_len {}, "
-            "max_num_seqs {}, max_num_batched_tokens {}, time scale {}",
-            flags.replicas, hw.model->name, hw.accelerator->name, hw.tp, flags.dtype, e.num_blocks,
-            e.block_size, e.max_model_len, e.max_num_seqs, e.max_num_batched_tokens,
-            flags.time_scale);
+  log::Info(
+      "{} x {} on {} (tp {}, {}): {} KV blocks of {} tokens, max_model_len {}, "
+      "max_num_seqs {}, max_num_batched_tokens {}, time scale {}",
+      flags.replicas, hw.model->name, hw.accelerator->name, hw.tp, flags.dtype, e.num_blocks,
+      e.block_size, e.max_model_len, e.max_num_seqs, e.max_num_batched_tokens, flags.time_scale);
   for (size_t i = 0; i < replicas.size(); ++i) {
     std::printf("replica %zu listening on port %u\n", i, replicas[i]->port());
   }

@@ -2,7 +2,6 @@
 // `infergrid sim`: N simulated vLLM servers in one process (docs/sim-model.md).
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 

@@ -145,6 +145,7 @@ std::optional<double> Engine::BeginStep(double now) {
   if (!preempted) {
     while (!waiting_.empty() && budget > 0 && running_.size() < config_.max_num_seqs) {
       Seq* s = waiting_.front();
+      if (s->arrival > now) break;  // not arrived yet at this step's start (FIFO by arrival)
       uint32_t n = 0;
       if (!TryAdmit(s, budget, &n)) break;
       if (s->first_scheduled < 0) s->first_scheduled = now;
@@ -237,6 +238,13 @@ StepResult Engine::EndStep() {
   batch_.clear();
   r.kv_events = std::exchange(kv_events_, {});
   return r;
+}
+
+std::optional<double> Engine::NextArrival() const {
+  for (Seq* s : waiting_) {
+    if (!s->aborted) return s->arrival;
+  }
+  return std::nullopt;
 }
 
 std::vector<KvEvent> Engine::TakeKvEvents() { return std::exchange(kv_events_, {}); }

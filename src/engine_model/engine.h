@@ -99,7 +99,8 @@ class Engine {
   const EngineConfig& config() const { return config_; }
   const HardwareSetup& hardware() const { return hw_; }
 
-  // Queues a request arriving at `now`. The caller checked it fits max_model_len.
+  // Queues a request arriving at `now` (arrivals come in time order; a step admits only
+  // requests that arrived by its start). The caller checked it fits max_model_len.
   uint64_t Add(RequestSpec spec, double now);
   // Drops a request (client gone): its blocks are freed at the next step boundary.
   void Abort(uint64_t id);
@@ -110,6 +111,8 @@ class Engine {
   StepResult EndStep();
   bool in_step() const { return in_step_; }
   bool HasWork() const { return !running_.empty() || !waiting_.empty(); }
+  // The arrival time of the first waiting request: a step that starts earlier cannot admit it.
+  std::optional<double> NextArrival() const;
 
   // Forgets the prefix cache (vLLM's /reset_prefix_cache). False while requests run.
   bool ResetPrefixCache();

@@ -226,12 +226,30 @@ std::string ModelList(const std::vector<std::string>& served_names, const std::s
 namespace {
 
 void AppendHead(const ResponseShape& s, std::string* out) {
-  // Model names and ids are JSON-escaped once per chunk; the rest is fixed text.
-  fmt::format_to(std::back_inserter(*out),
+  // The same for every chunk of a response: rendered (and JSON-escaped) once.
+  if (!s.head.empty()) {
+    *out += s.head;
+    return;
+  }
+  fmt::format_to(std::back_inserter(s.head),
                  "data: {{\"id\":{},\"object\":\"{}\",\"created\":{},\"model\":{},",
                  json(s.id).dump(),
                  s.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion",
                  s.created, json(s.model).dump());
+  *out += s.head;
+}
+
+// A JSON string literal; the simulator's own words need no escaping, others go through json.
+void AppendQuoted(std::string_view text, std::string* out) {
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) {
+      *out += json(std::string(text)).dump();
+      return;
+    }
+  }
+  *out += '"';
+  *out += text;
+  *out += '"';
 }
 
 std::string UsageJson(const Usage& u) {
@@ -254,20 +272,19 @@ void AppendRoleChunk(const ResponseShape& s, std::string* out) {
 void AppendTextChunk(const ResponseShape& s, std::string_view text, const char* finish_reason,
                      std::string* out) {
   AppendHead(s, out);
-  std::string t = json(std::string(text)).dump();
-  std::string fr =
-      finish_reason ? fmt::format("\"{}\",\"stop_reason\":null", finish_reason) : "null";
-  if (s.endpoint == Endpoint::kChat) {
-    fmt::format_to(std::back_inserter(*out),
-                   "\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}},\"logprobs\":null,"
-                   "\"finish_reason\":{}}}]}}\n\n",
-                   t, fr);
+  *out += s.endpoint == Endpoint::kChat ? "\"choices\":[{\"index\":0,\"delta\":{\"content\":"
+                                        : "\"choices\":[{\"index\":0,\"text\":";
+  AppendQuoted(text, out);
+  if (s.endpoint == Endpoint::kChat) *out += '}';
+  *out += ",\"logprobs\":null,\"finish_reason\":";
+  if (finish_reason) {
+    *out += '"';
+    *out += finish_reason;
+    *out += "\",\"stop_reason\":null";
   } else {
-    fmt::format_to(std::back_inserter(*out),
-                   "\"choices\":[{{\"index\":0,\"text\":{},\"logprobs\":null,"
-                   "\"finish_reason\":{}}}]}}\n\n",
-                   t, fr);
+    *out += "null";
   }
+  *out += "}]}\n\n";
 }
 
 void AppendUsageChunk(const ResponseShape& s, const Usage& u, std::string* out) {

@@ -56,6 +56,7 @@ struct ResponseShape {
   std::string id;  // "chatcmpl-..." or "cmpl-..."
   std::string model;
   int64_t created;
+  mutable std::string head;  // "data: {...,\"model\":...," rendered once, on first use
 };
 
 struct Usage {

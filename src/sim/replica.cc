@@ -128,7 +128,7 @@ struct Replica::Pending {
   const char* finish = nullptr;
   bool done = false;
   bool crashed = false;
-  double received = 0, last_token = 0;
+  double received = 0, last_token = 0, engine_ttft = 0;
   asio::steady_timer wake;  // cancelled to wake the handler
 };
 
@@ -215,8 +215,8 @@ Replica::Replica(asio::io_context& io, const SimClock& clock, ReplicaOptions opt
               "How late, in wall seconds, engine steps completed against the model's schedule.",
               kLagBuckets);
   behind_ = counter("infergrid_sim_steps_behind_total",
-                    "Steps that completed more than 5 ms (wall) behind schedule; the next step "
-                    "then starts late.");
+                    "Steps whose tokens went out more than 5 ms (wall) after the model's "
+                    "schedule.");
 }
 
 Replica::~Replica() = default;
@@ -474,6 +474,9 @@ awaitable<void> Replica::Stream(Exchange& ex, Pending& p) {
   if (chunked && !ex.keep_alive()) head += "connection: close\r\n";
   head += "\r\n";
   std::string buf = std::move(head);
+  // With "TE: trailers" the stream ends with the engine's own TTFT (model seconds) as a
+  // trailer, so a load generator can set what it saw against what the model computed.
+  const bool trailers = ex.request()[bhttp::field::te].find("trailers") != std::string_view::npos;
   std::string data;
   for (;;) {
     if (!p.out.empty()) {
@@ -487,7 +490,14 @@ awaitable<void> Replica::Stream(Exchange& ex, Pending& p) {
         buf += data;
       }
     }
-    if (p.done && p.out.empty() && chunked) buf += "0\r\n\r\n";
+    if (p.done && p.out.empty() && chunked) {
+      if (trailers) {
+        fmt::format_to(std::back_inserter(buf),
+                       "0\r\nx-infergrid-engine-ttft-seconds: {:.9f}\r\n\r\n", p.engine_ttft);
+      } else {
+        buf += "0\r\n\r\n";
+      }
+    }
     if (!buf.empty()) {
       error_code ec;
       co_await asio::async_write(sock, asio::buffer(buf), with_ec(ec));
@@ -526,6 +536,15 @@ void Replica::BeginStep(double start) {
   }
   auto d = engine_.BeginStep(start);
   if (!d) {
+    // Nothing runnable yet at `start` (the engine is catching up and the waiting requests
+    // arrived later): idle until the first of them.
+    auto next = engine_.NextArrival();
+    if (next && *next > start) {
+      start = *next;
+      d = engine_.BeginStep(start);
+    }
+  }
+  if (!d) {
     stepping_ = false;
     return;
   }
@@ -541,6 +560,7 @@ void Replica::OnStepEnd() {
   double now = clock_.Now();
   double lag_wall = std::max(0.0, (now - r.end) / clock_.scale());
   lag_->Observe(lag_wall);
+  if (lag_wall > 0.005) behind_->Inc();
   iteration_tokens_->Observe(r.num_tokens);
   for (const auto& t : r.tokens) Deliver(t);
   if (kv_ && !r.kv_events.empty()) {
@@ -551,14 +571,11 @@ void Replica::OnStepEnd() {
   SyncCounters();
   stepping_ = false;
   if (crashed_ || !engine_.HasWork()) return;
-  // On schedule: the next step starts where this one ended. Behind by more than 5 ms of wall
-  // time: start now, and count it.
-  double start = r.end;
-  if (lag_wall > 0.005) {
-    start = now;
-    behind_->Inc();
-  }
-  BeginStep(start);
+  // The model's schedule does not depend on the host: the next step starts where this one
+  // ended, even when this one completed late. A process that falls behind catches up (its
+  // timers are already due); one that cannot shows a growing lag, and clients see TTFTs
+  // beyond what the engine computed.
+  BeginStep(r.end);
 }
 
 void Replica::Deliver(const engine_model::TokenEvent& t) {
@@ -567,7 +584,8 @@ void Replica::Deliver(const engine_model::TokenEvent& t) {
   Pending& p = *it->second;
   std::string_view word = tokenizer::OutputWord(p.words[t.index]);
   if (t.index == 0) {
-    ttft_->Observe(t.time - p.received);
+    p.engine_ttft = t.time - p.received;
+    ttft_->Observe(p.engine_ttft);
     queue_->Observe(std::max(0.0, t.scheduled - p.received));
     if (options_.prompt_tokens_details) p.usage.cached_tokens = t.cached_tokens;
     if (p.stream && p.shape.endpoint == Endpoint::kChat) AppendRoleChunk(p.shape, &p.out);

@@ -300,5 +300,15 @@ TEST(Engine, AbortFreesTheRequestsBlocks) {
   EXPECT_FALSE(e.HasWork());
 }
 
+TEST(Engine, AStepAdmitsOnlyRequestsThatHaveArrivedByItsStart) {
+  Engine e(Config(64), Hw());
+  e.Add(Spec(Tokens(8, 1), 1), /*now=*/5.0);
+  EXPECT_FALSE(e.BeginStep(4.0));  // a step that starts before the arrival (catching up)
+  EXPECT_EQ(e.NextArrival(), 5.0);
+  auto d = e.BeginStep(5.0);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(e.EndStep().tokens.size(), 1u);
+}
+
 }  // namespace
 }  // namespace infergrid::engine_model

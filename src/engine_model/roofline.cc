@@ -17,7 +17,7 @@ StepCost RooflineStep(const HardwareSetup& hw, std::span<const SeqWork> batch) {
   const ModelProfile& m = *hw.model;
   const double tp = std::max(hw.tp, 1u);
   const double attn = 4.0 * m.layers * m.heads * m.head_dim;
-  const double kv_rank = m.KvBytesPerTokenPerRank(hw.tp);
+  const double kv_rank = m.KvBytesPerTokenPerRank(hw.tp, hw.kv_bytes);
   double tokens = 0, attn_flops = 0, kv_bytes = 0;
   for (const SeqWork& s : batch) {
     tokens += s.new_tokens;
@@ -42,7 +42,7 @@ Result<uint32_t> KvCacheBlocks(const HardwareSetup& hw, uint32_t block_size) {
   double usable = hw.accelerator->hbm_bytes * hw.gpu_memory_utilization;
   double weights = hw.WeightBytes() / tp;
   double left = usable - weights - hw.reserved_bytes_per_rank;
-  double per_block = hw.model->KvBytesPerTokenPerRank(hw.tp) * block_size;
+  double per_block = hw.model->KvBytesPerTokenPerRank(hw.tp, hw.kv_bytes) * block_size;
   if (left < per_block) {
     return Status::Error(fmt::format(
         "{} does not fit on {} x{}: {:.1f} GB of weights and {:.1f} GB reserved per chip, "

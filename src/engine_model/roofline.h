@@ -25,7 +25,8 @@ struct HardwareSetup {
   const AcceleratorProfile* accelerator = nullptr;
   const ModelProfile* model = nullptr;
   uint32_t tp = 1;
-  Dtype dtype = Dtype::kBf16;  // weights and matmuls; the KV cache stays bf16
+  Dtype dtype = Dtype::kBf16;  // weights and matmuls
+  double kv_bytes = 2;         // per KV-cache element: 2 (auto, bf16) or 1 (fp8)
   // Calibrated against published measurements in docs/sim-model.md.
   double compute_efficiency = 0.5;     // achieved / peak FLOP/s
   double memory_efficiency = 0.75;     // achieved / peak HBM bandwidth

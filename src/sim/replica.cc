@@ -181,7 +181,8 @@ Replica::Replica(asio::io_context& io, const SimClock& clock, ReplicaOptions opt
        "num_gpu_blocks", "engine"},
       [c, this] {
         return std::vector<metrics::GaugeSample>{
-            {{std::to_string(c.block_size), "auto", c.enable_prefix_caching ? "True" : "False",
+            {{std::to_string(c.block_size), options_.hw.kv_bytes == 1 ? "fp8" : "auto",
+              c.enable_prefix_caching ? "True" : "False",
               fmt::format("{}", options_.hw.gpu_memory_utilization), std::to_string(c.num_blocks),
               "0"},
              1.0}};

@@ -56,6 +56,9 @@ Result<std::vector<ReplicaOptions>> Build(SimFlags f) {
                          Names(true) + ")");
   auto dtype = engine_model::ParseDtype(f.dtype);
   if (!dtype) return Status::Error("--dtype: expected bf16 or fp8, got '" + f.dtype + "'");
+  if (f.kv_cache_dtype != "auto" && f.kv_cache_dtype != "bf16" && f.kv_cache_dtype != "fp8") {
+    return Status::Error("--kv-cache-dtype: expected auto, bf16 or fp8, got '" + f.kv_cache_dtype + "'");
+  }
   if (f.tp == 0) return Status::Error("--tp: must be at least 1");
   if (f.replicas == 0 || f.replicas > 1024) return Status::Error("--replicas: expected 1..1024");
   if (!(f.time_scale > 0)) return Status::Error("--time-scale: must be > 0");
@@ -94,6 +97,7 @@ Result<std::vector<ReplicaOptions>> Build(SimFlags f) {
   hw.model = model;
   hw.tp = f.tp;
   hw.dtype = *dtype;
+  hw.kv_bytes = f.kv_cache_dtype == "fp8" ? 1 : 2;
   hw.gpu_memory_utilization = f.gpu_memory_utilization;
   if (f.compute_efficiency > 0) hw.compute_efficiency = f.compute_efficiency;
   if (f.memory_efficiency > 0) hw.memory_efficiency = f.memory_efficiency;
@@ -170,6 +174,7 @@ void AddSimFlags(CLI::App* c, SimFlags* f) {
   c->add_option("--accelerator", f->accelerator, "Accelerator profile: " + Names(false));
   c->add_option("--tp", f->tp, "Tensor-parallel degree (default 1)");
   c->add_option("--dtype", f->dtype, "Weights and matmuls: bf16 (default) or fp8");
+  c->add_option("--kv-cache-dtype", f->kv_cache_dtype, "KV cache: auto (bf16, default) or fp8");
   c->add_option("--time-scale", f->time_scale, "Model seconds per wall second (default 1)");
   c->add_option("--seed", f->seed, "Seed for output text and faults (default 0)");
   c->add_option("--gpu-memory-utilization", f->gpu_memory_utilization, "Default 0.9");

@@ -17,6 +17,7 @@ struct SimFlags {
   std::string accelerator = "h200";
   uint32_t tp = 1;
   std::string dtype = "bf16";
+  std::string kv_cache_dtype = "auto";
   double time_scale = 1;
   uint64_t seed = 0;
   double gpu_memory_utilization = 0.9;

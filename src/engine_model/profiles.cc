@@ -7,6 +7,7 @@ namespace infergrid::engine_model {
 namespace {
 constexpr double T = 1e12;
 constexpr double G = 1e9;
+constexpr double kGiB = 1024.0 * 1024 * 1024;  // Google and AWS state capacity in GiB
 }  // namespace
 
 // Sources for every figure: docs/sim-model.md, "Accelerator profiles".
@@ -15,10 +16,10 @@ const std::vector<AcceleratorProfile>& Accelerators() {
       {"h100", "NVIDIA H100 SXM", 989.4 * T, 1978.9 * T, 80 * G, 3.35 * T},
       {"h200", "NVIDIA H200 SXM", 989.4 * T, 1978.9 * T, 141 * G, 4.8 * T},
       {"b200", "NVIDIA B200 (HGX)", 2250 * T, 4500 * T, 180 * G, 7.7 * T},
-      {"tpu-v6e", "Google TPU v6e (Trillium)", 918 * T, 1836 * T, 32 * G, 1.64 * T},
-      {"tpu-v7", "Google TPU v7 (Ironwood)", 2307 * T, 4614 * T, 192 * G, 7.37 * T},
-      {"trn2", "AWS Trainium2", 667 * T, 1299 * T, 96 * G, 2.9 * T},
-      {"trn3", "AWS Trainium3", 671 * T, 2517 * T, 144 * G, 4.9 * T},
+      {"tpu-v6e", "Google TPU v6e (Trillium)", 918 * T, 918 * T, 32 * kGiB, 1.638 * T},
+      {"tpu-v7", "Google TPU7x (Ironwood)", 2307 * T, 4614 * T, 192 * kGiB, 7.38 * T},
+      {"trn2", "AWS Trainium2", 667 * T, 1299 * T, 96 * kGiB, 2.9 * T},
+      {"trn3", "AWS Trainium3", 671 * T, 2517 * T, 144 * kGiB, 4.9 * T},
   };
   return kAll;
 }
@@ -28,10 +29,10 @@ const std::vector<ModelProfile>& Models() {
   static const std::vector<ModelProfile> kAll = {
       {"llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", 32, 4096, 32, 8, 128, 0, 8.03 * G,
        8.03 * G, 131072},
-      {"llama-3.1-70b", "meta-llama/Llama-3.1-70B-Instruct", 80, 8192, 64, 8, 128, 0, 70.6 * G,
-       70.6 * G, 131072},
+      {"llama-3.1-70b", "meta-llama/Llama-3.1-70B-Instruct", 80, 8192, 64, 8, 128, 0, 70.55 * G,
+       70.55 * G, 131072},
       {"qwen3-8b", "Qwen/Qwen3-8B", 36, 4096, 32, 8, 128, 0, 8.19 * G, 8.19 * G, 40960},
-      {"qwen3-32b", "Qwen/Qwen3-32B", 64, 5120, 64, 8, 128, 0, 32.8 * G, 32.8 * G, 40960},
+      {"qwen3-32b", "Qwen/Qwen3-32B", 64, 5120, 64, 8, 128, 0, 32.76 * G, 32.76 * G, 40960},
       // MLA: 128 heads with 192-dim q/k (128 nope + 64 rope); cached per token per layer:
       // kv_lora_rank 512 + qk_rope_head_dim 64.
       {"deepseek-v3", "deepseek-ai/DeepSeek-V3", 61, 7168, 128, 0, 192, 576, 671 * G, 37 * G,

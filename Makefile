@@ -1,5 +1,5 @@
 # The README's two commands: `make demo` and `make test`. Each installs what is missing first.
-.PHONY: deps build test test-asan demo bench clean
+.PHONY: deps build test test-asan demo bench bench-sim clean
 
 JOBS ?= $(shell nproc)
 
@@ -25,6 +25,9 @@ demo: build
 
 bench: build
 	bench/proxy-overhead/run.sh
+
+bench-sim: build
+	bench/sim-capacity/run.sh
 
 clean:
 	rm -rf build

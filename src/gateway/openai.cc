@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tokenizer/tokenizer.h"
+
 namespace infergrid::gateway {
 
 using nlohmann::json;
@@ -16,7 +18,8 @@ std::string ErrorJson(const ApiError& e) {
 }
 
 uint32_t EstimateTokens(std::string_view text) {
-  return static_cast<uint32_t>((text.size() + 3) / 4);
+  // The shared tokenizer, plus the beginning-of-sequence token the servers add.
+  return tokenizer::CountTokens(text) + 1;
 }
 
 namespace {
@@ -166,7 +169,10 @@ class RequestSax {
         if (t != Type::kObject) message_.content_bad = true;
         break;
       case Ctx::kPart:
-        if (key_ == "text" && t == Type::kString && text_) message_.content += *text_;
+        if (key_ == "text" && t == Type::kString && text_) {
+          if (!message_.content.empty()) message_.content += "\n";  // parts join as vLLM's do
+          message_.content += *text_;
+        }
         break;
       case Ctx::kPrompt:
         if (t == Type::kString && text_) {
@@ -234,10 +240,8 @@ class RequestSax {
              "A message's 'content' must be a string or an array of content parts.",
              MessageParam() + ".content");
       }
-      prompt_text_ += message_.role;
-      prompt_text_ += ": ";
-      prompt_text_ += message_.content;
-      prompt_text_ += "\n";
+      // Rendered by the servers' template, so token counts and prefixes agree with theirs.
+      tokenizer::AppendChatMessage(message_.role, message_.content, &prompt_text_);
     }
     // Back in the enclosing object: the key that named this container is spent.
     key_.clear();
@@ -321,8 +325,12 @@ std::variant<RequestInfo, ApiError> RequestSax::Finish(std::string_view session_
     if (prompt_error_.set)
       return Invalid(prompt_error_.message, prompt_error_.param, prompt_error_.code);
   }
+  if (info.api == ApiKind::kChatCompletions) tokenizer::AppendGenerationPrompt(&prompt_text_);
   info.prompt_text = std::move(prompt_text_);
-  info.prompt_tokens_estimate = EstimateTokens(info.prompt_text) + token_ids_;
+  // Token-id prompts are counted as given; text gets the tokenizer's count and a BOS.
+  info.prompt_tokens_estimate =
+      (info.prompt_text.empty() && token_ids_ > 0 ? 0 : EstimateTokens(info.prompt_text)) +
+      token_ids_;
   return info;
 }
 

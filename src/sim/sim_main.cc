@@ -57,7 +57,8 @@ Result<std::vector<ReplicaOptions>> Build(SimFlags f) {
   auto dtype = engine_model::ParseDtype(f.dtype);
   if (!dtype) return Status::Error("--dtype: expected bf16 or fp8, got '" + f.dtype + "'");
   if (f.kv_cache_dtype != "auto" && f.kv_cache_dtype != "bf16" && f.kv_cache_dtype != "fp8") {
-    return Status::Error("--kv-cache-dtype: expected auto, bf16 or fp8, got '" + f.kv_cache_dtype + "'");
+    return Status::Error("--kv-cache-dtype: expected auto, bf16 or fp8, got '" + f.kv_cache_dtype +
+                         "'");
   }
   if (f.tp == 0) return Status::Error("--tp: must be at least 1");
   if (f.replicas == 0 || f.replicas > 1024) return Status::Error("--replicas: expected 1..1024");

@@ -79,17 +79,44 @@ std::vector<uint32_t> Tokenize(std::string_view text, bool add_special_tokens) {
   return ids;
 }
 
+void AppendChatMessage(std::string_view role, std::string_view content, std::string* out) {
+  *out += "<|";
+  *out += role;
+  *out += "|>\n";
+  *out += content;
+  *out += "\n";
+}
+
+void AppendGenerationPrompt(std::string* out) { *out += "<|assistant|>\n"; }
+
 std::string RenderChat(std::span<const ChatMessage> messages, bool add_generation_prompt) {
   std::string out;
-  for (const ChatMessage& m : messages) {
-    out += "<|";
-    out += m.role;
-    out += "|>\n";
-    out += m.content;
-    out += "\n";
-  }
-  if (add_generation_prompt) out += "<|assistant|>\n";
+  for (const ChatMessage& m : messages) AppendChatMessage(m.role, m.content, &out);
+  if (add_generation_prompt) AppendGenerationPrompt(&out);
   return out;
+}
+
+uint32_t CountTokens(std::string_view text) {
+  uint32_t n = 0;
+  size_t i = 0;
+  while (i < text.size()) {  // the same cuts as Encode, without hashing
+    if (text[i] == ' ' && i + 1 < text.size() &&
+        IsWordByte(static_cast<unsigned char>(text[i + 1]))) {
+      ++i;
+    }
+    if (IsWordByte(static_cast<unsigned char>(text[i]))) {
+      size_t word = 0;
+      while (i < text.size() && word < kMaxWordBytes &&
+             IsWordByte(static_cast<unsigned char>(text[i]))) {
+        ++i;
+        ++word;
+      }
+    } else {
+      ++i;
+    }
+    ++n;
+  }
+  return n;
 }
 
 std::string_view OutputWord(uint32_t i) { return Words()[i % kOutputWords]; }

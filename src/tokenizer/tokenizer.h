@@ -45,6 +45,12 @@ struct ChatMessage {
   std::string content;
 };
 std::string RenderChat(std::span<const ChatMessage> messages, bool add_generation_prompt);
+// The template's pieces, for callers that render as they parse (the gateway's SAX pass).
+void AppendChatMessage(std::string_view role, std::string_view content, std::string* out);
+void AppendGenerationPrompt(std::string* out);
+
+// len(Encode(text)) without building the ids.
+uint32_t CountTokens(std::string_view text);
 
 // Deterministic output text: word i of a fixed list of 4096 lowercase words, each with a
 // leading space and at most 8 letters, so each is exactly one token.

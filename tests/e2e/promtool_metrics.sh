@@ -30,4 +30,26 @@ for family in infergrid_requests_total infergrid_time_to_first_byte_seconds_buck
 done
 grep -q 'infergrid_requests_total{pool="default",model="test-model",endpoint="http://127.0.0.1:'"$FAKE_PORT"'",code="200"} 1' \
   "$WORK/metrics.txt" || { echo "FAIL: request not counted"; cat "$WORK/metrics.txt"; exit 1; }
+
+# The simulator's /metrics: vLLM's names, valid exposition.
+start sim "$GW" sim --host 127.0.0.1 --port 0 --served-model-name m
+SIM_PORT=$PORT
+curl -sf "http://127.0.0.1:$SIM_PORT/v1/completions" -d '{"prompt":"hello","max_tokens":3}' > /dev/null
+curl -s "http://127.0.0.1:$SIM_PORT/metrics" > "$WORK/sim.txt"
+# promtool's only complaints may be the two lints vLLM's own names draw (colons, and
+# vllm:iteration_tokens_total being a histogram); a parse error or any other lint fails.
+lint=$(promtool check metrics < "$WORK/sim.txt" 2>&1 || true)
+bad=$(grep -v -e "metric names should not contain ':'" \
+  -e 'vllm:iteration_tokens_total non-counter metrics should not have "_total" suffix' <<< "$lint" |
+  grep -v '^$' || true)
+[[ -z "$bad" ]] || { echo "FAIL: promtool on the simulator: $bad"; exit 1; }
+for family in vllm:num_requests_running vllm:num_requests_waiting vllm:kv_cache_usage_perc \
+  vllm:prefix_cache_queries_total vllm:prefix_cache_hits_total vllm:num_preemptions_total \
+  vllm:prompt_tokens_total vllm:generation_tokens_total vllm:request_success_total \
+  vllm:time_to_first_token_seconds_bucket vllm:inter_token_latency_seconds_bucket \
+  vllm:e2e_request_latency_seconds_bucket vllm:cache_config_info; do
+  grep -q "^$family" "$WORK/sim.txt" || { echo "FAIL: sim $family missing"; exit 1; }
+done
+grep -q '^vllm:generation_tokens_total{model_name="m",engine="0"} 3' "$WORK/sim.txt" ||
+  { echo "FAIL: generation tokens not counted"; cat "$WORK/sim.txt"; exit 1; }
 echo ok

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tokenizer/tokenizer.h"
+
 namespace infergrid::gateway {
 namespace {
 
@@ -26,8 +28,12 @@ TEST(OpenAi, ReadsChatFields) {
   EXPECT_TRUE(info.stream);
   EXPECT_EQ(info.max_tokens, 64u);
   EXPECT_EQ(info.session_key, "u");
-  EXPECT_EQ(info.prompt_text, "system: be brief\nuser: hello\n");
-  EXPECT_EQ(info.prompt_tokens_estimate, EstimateTokens(info.prompt_text));
+  // Rendered with the servers' chat template and counted with their tokenizer, so the
+  // gateway's count is exactly what the simulator (and its prefix blocks) will see.
+  EXPECT_EQ(info.prompt_text, "<|system|>\nbe brief\n<|user|>\nhello\n<|assistant|>\n");
+  std::vector<tokenizer::ChatMessage> msgs = {{"system", "be brief"}, {"user", "hello"}};
+  EXPECT_EQ(info.prompt_tokens_estimate,
+            tokenizer::Tokenize(tokenizer::RenderChat(msgs, true), true).size());
 }
 
 TEST(OpenAi, SessionKeyPrecedence) {
@@ -47,6 +53,10 @@ TEST(OpenAi, CompletionPromptForms) {
   auto batch =
       ParseInferenceRequest(ApiKind::kCompletions, R"({"model":"m","prompt":["abcd","efgh"]})", "");
   EXPECT_EQ(std::get<RequestInfo>(batch).prompt_text, "abcdefgh");
+  auto text =
+      ParseInferenceRequest(ApiKind::kCompletions, R"({"model":"m","prompt":"Hi, you"})", "");
+  EXPECT_EQ(std::get<RequestInfo>(text).prompt_tokens_estimate,
+            tokenizer::Tokenize("Hi, you", true).size());
 }
 
 TEST(OpenAi, RejectsBadInputWithParam) {

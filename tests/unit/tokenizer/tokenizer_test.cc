@@ -74,5 +74,14 @@ TEST(Tokenizer, ANextChatTurnExtendsThePreviousPromptAndReply) {
   EXPECT_EQ(RenderChat(turn1, false), "<|system|>\nYou are terse.\n<|user|>\nHi there\n");
 }
 
+TEST(Tokenizer, CountTokensAgreesWithEncode) {
+  for (std::string_view t : {"", "a", "Hello, world!", "a  b\n\tc", "internationalization x",
+                             " caf\xc3\xa9 ok  ", "<|user|>\nhi\n"}) {
+    std::vector<uint32_t> ids;
+    Encode(t, &ids);
+    EXPECT_EQ(CountTokens(t), ids.size()) << t;
+  }
+}
+
 }  // namespace
 }  // namespace infergrid::tokenizer

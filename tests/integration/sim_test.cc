@@ -187,6 +187,33 @@ TEST_F(SimTest, FaultsErrorsDrainAndCrash) {
   EXPECT_TRUE(WaitFor([&] { return Get(port_, "/health").status == 0; }));
 }
 
+TEST_F(SimTest, StallsDelayEngineSteps) {
+  Start(10, [](ReplicaOptions& o) {
+    o.faults.stall_rate = 1.0;
+    o.faults.stall_s = 0.5;  // every step starts half a model second late
+  });
+  Chat("stalled", 2);
+  ASSERT_TRUE(WaitFor([&] { return Metric("vllm:e2e_request_latency_seconds_count") == 1; }));
+  EXPECT_GE(Metric("vllm:time_to_first_token_seconds_sum"), 0.5);
+  EXPECT_GE(Metric("vllm:e2e_request_latency_seconds_sum"), 1.0);  // two stalled steps
+}
+
+TEST_F(SimTest, AnOutputLengthDistributionEndsRepliesEarlyWithStop) {
+  Start(10, [](ReplicaOptions& o) { o.output_length = *OutputLength::Parse("uniform:3:6"); });
+  for (int i = 0; i < 6; ++i) {
+    json r = Chat("question " + std::to_string(i), 100);
+    int n = r["usage"]["completion_tokens"];
+    EXPECT_GE(n, 3);
+    EXPECT_LE(n, 6);
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+  }
+  json capped = Chat("question 0", 2);  // max_tokens below the drawn length wins
+  EXPECT_EQ(capped["usage"]["completion_tokens"], 2);
+  EXPECT_EQ(capped["choices"][0]["finish_reason"], "length");
+  EXPECT_FALSE(OutputLength::Parse("uniform:9:3").ok());
+  EXPECT_FALSE(OutputLength::Parse("zipf:1").ok());
+}
+
 TEST_F(SimTest, SlowStartIsNotReadyUntilItsTimePasses) {
   Start(10, [](ReplicaOptions& o) { o.faults.slow_start_s = 3; });  // 0.3 s of wall time
   EXPECT_EQ(Get(port_, "/health").status, 503);

@@ -307,6 +307,11 @@ awaitable<void> Replica::Handle(Exchange& ex) {
       ApiError err2{409, "ConflictError", "requests are running; try again when idle", {}};
       co_await RespondError(ex, err2);
     }
+  } else if (path == "/detokenize") {
+    ApiError err{501, "NotImplementedError",
+                 "the simulator's token ids are hashes of text pieces and cannot be detokenized",
+                 std::nullopt};
+    co_await RespondError(ex, err);
   } else if (path == "/v1/chat/completions" && post) {
     co_await Complete(ex, Endpoint::kChat);
   } else if (path == "/v1/completions" && post) {

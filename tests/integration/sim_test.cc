@@ -118,6 +118,9 @@ TEST_F(SimTest, RejectsBadInputWithVllmErrors) {
   EXPECT_EQ(json::parse(over.body)["error"]["param"], "max_tokens");
   EXPECT_EQ(Get(port_, "/v1/completions").status, 405);
   EXPECT_EQ(Get(port_, "/nope").status, 404);
+  auto detok = PostJson(port_, "/detokenize", R"({"tokens":[1,2]})");
+  EXPECT_EQ(detok.status, 501);
+  EXPECT_EQ(json::parse(detok.body)["error"]["type"], "NotImplementedError");
   EXPECT_EQ(Get(port_, "/health").status, 200);  // and it is still up
 }
 

@@ -64,9 +64,10 @@ Measured Run(const Case& c, double stagger_s) {
   std::vector<double> starts;  // initial arrivals still to come, latest first
   for (uint32_t i = c.concurrency; i-- > 0;) starts.push_back(stagger_s * i / c.concurrency);
   const bool steady = c.rounds > 1;
-  uint32_t left = c.concurrency * (c.rounds - 1);  // requests sent after a previous one ends
-  std::vector<double> last_tok(1 << 20, 0), first_arrival(1 << 20, 0);
-  std::vector<bool> counted(1 << 20, !steady);
+  uint32_t left = c.concurrency * (c.rounds - 1);   // requests sent after a previous one ends
+  const size_t ids = c.concurrency * c.rounds + 1;  // the engine numbers requests from 1
+  std::vector<double> last_tok(ids, 0), first_arrival(ids, 0);
+  std::vector<bool> counted(ids, !steady);
   double sum_e2e = 0, sum_ttft = 0, sum_itl = 0, t_begin = -1, t_end = 0;
   uint64_t done = 0, itl_n = 0, out_tokens = 0;
   for (;;) {
@@ -91,7 +92,6 @@ Measured Run(const Case& c, double stagger_s) {
       }
       if (t.index == 0) {
         if (count) sum_ttft += t.time - t.arrival;
-        last_tok[t.request] = t.arrival;  // remembered for e2e below
         first_arrival[t.request] = t.arrival;
       } else if (count) {
         sum_itl += t.time - last_tok[t.request];

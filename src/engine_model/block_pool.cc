@@ -1,23 +1,15 @@
 #include "engine_model/block_pool.h"
 
+#include "common/hash.h"
+
 namespace infergrid::engine_model {
 
-namespace {
-// 64-bit mixing (splitmix64's finalizer): cheap, deterministic, well spread.
-uint64_t Mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
-}
-}  // namespace
+using infergrid::Mix64;
 
 BlockHash HashBlock(BlockHash parent, std::span<const uint32_t> tokens) {
-  uint64_t h = Mix(parent ^ 0x9e3779b97f4a7c15ull);
-  for (uint32_t t : tokens) h = Mix(h ^ (t + 0x9e3779b97f4a7c15ull));
-  h = Mix(h ^ tokens.size());
+  uint64_t h = Mix64(parent ^ 0x9e3779b97f4a7c15ull);
+  for (uint32_t t : tokens) h = Mix64(h ^ (t + 0x9e3779b97f4a7c15ull));
+  h = Mix64(h ^ tokens.size());
   return h == 0 ? 1 : h;  // 0 is reserved for "no parent"
 }
 

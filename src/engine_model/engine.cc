@@ -163,9 +163,8 @@ std::optional<double> Engine::BeginStep(double now) {
   for (const Scheduled& b : batch_) work.push_back({b.new_tokens, b.seq->num_computed});
   step_cost_ = RooflineStep(hw_, work);
   step_start_ = now;
-  step_seconds_ = step_cost_.seconds;
   in_step_ = true;
-  return step_seconds_;
+  return step_cost_.seconds;
 }
 
 void Engine::CommitFullBlocks(Seq* s) {
@@ -199,7 +198,7 @@ void Engine::DrainEvictions() {
 StepResult Engine::EndStep() {
   StepResult r;
   r.start = step_start_;
-  r.end = step_start_ + step_seconds_;
+  r.end = step_start_ + step_cost_.seconds;
   r.cost = step_cost_;
   r.num_seqs = static_cast<uint32_t>(batch_.size());
   in_step_ = false;

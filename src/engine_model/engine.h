@@ -170,7 +170,7 @@ class Engine {
   std::vector<Seq*> running_;
   std::deque<Seq*> waiting_;
   bool in_step_ = false;
-  double step_start_ = 0, step_seconds_ = 0;
+  double step_start_ = 0;
   StepCost step_cost_;
   std::vector<Scheduled> batch_;
   std::vector<KvEvent> kv_events_;

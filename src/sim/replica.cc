@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/strings.h"
 #include "tokenizer/tokenizer.h"
@@ -20,12 +21,8 @@ using nlohmann::json;
 
 namespace {
 
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+// splitmix64: a step of the golden-ratio sequence, then the finalizer.
+uint64_t Mix(uint64_t x) { return Mix64(x + 0x9e3779b97f4a7c15ull); }
 
 const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
                                           0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
@@ -153,6 +150,7 @@ Replica::Replica(asio::io_context& io, const SimClock& clock, ReplicaOptions opt
       options_(std::move(options)),
       zmq_context_(zmq_context),
       engine_(options_.engine, options_.hw),
+      parse_context_{options_.served_names, options_.engine.max_model_len},
       fault_rng_(Mix(options_.seed ^ (0xfa17ull + options_.index))) {
   const std::string model = options_.served_names.front();
   const metrics::LabelValues labels = {model, "0"};
@@ -283,7 +281,7 @@ awaitable<void> Replica::Handle(Exchange& ex) {
     co_await RespondError(ex, err1);
     co_return;
   }
-  ParseContext ctx{options_.served_names, options_.engine.max_model_len};
+  const ParseContext& ctx = parse_context_;
   if (path == "/health" || path == "/ping") {
     co_await RespondJson(ex, 200, "");
   } else if (path == "/version") {
@@ -384,8 +382,7 @@ awaitable<void> Replica::Admin(Exchange& ex) {
 
 awaitable<void> Replica::Complete(Exchange& ex, Endpoint endpoint) {
   const double received = clock_.Now();
-  ParseContext ctx{options_.served_names, options_.engine.max_model_len};
-  auto parsed = ParseCompletion(endpoint, ex.request().body(), ctx);
+  auto parsed = ParseCompletion(endpoint, ex.request().body(), parse_context_);
   if (auto* e = std::get_if<ApiError>(&parsed)) {
     co_await RespondError(ex, *e);
     co_return;

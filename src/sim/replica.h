@@ -117,6 +117,7 @@ class Replica {
   ReplicaOptions options_;
   void* zmq_context_;
   engine_model::Engine engine_;
+  const ParseContext parse_context_;  // what request validation needs, built once
   std::unique_ptr<http::Server> server_;
   std::unique_ptr<http::asio::steady_timer> step_timer_;
   std::unique_ptr<KvEventPublisher> kv_;

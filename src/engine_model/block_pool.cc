@@ -1,27 +1,6 @@
 #include "engine_model/block_pool.h"
 
-#include "common/hash.h"
-
 namespace infergrid::engine_model {
-
-using infergrid::Mix64;
-
-BlockHash HashBlock(BlockHash parent, std::span<const uint32_t> tokens) {
-  uint64_t h = Mix64(parent ^ 0x9e3779b97f4a7c15ull);
-  for (uint32_t t : tokens) h = Mix64(h ^ (t + 0x9e3779b97f4a7c15ull));
-  h = Mix64(h ^ tokens.size());
-  return h == 0 ? 1 : h;  // 0 is reserved for "no parent"
-}
-
-std::vector<BlockHash> HashBlocks(std::span<const uint32_t> tokens, size_t block_size) {
-  std::vector<BlockHash> out;
-  BlockHash parent = 0;
-  for (size_t i = 0; i + block_size <= tokens.size(); i += block_size) {
-    parent = HashBlock(parent, tokens.subspan(i, block_size));
-    out.push_back(parent);
-  }
-  return out;
-}
 
 BlockPool::BlockPool(uint32_t num_blocks)
     : ref_(num_blocks, 0),

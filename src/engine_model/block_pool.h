@@ -14,16 +14,14 @@
 #include <utility>
 #include <vector>
 
+#include "common/block_hash.h"
+
 namespace infergrid::engine_model {
 
-using BlockHash = uint64_t;
+using infergrid::BlockHash;  // common/block_hash.h: shared with the gateway's prefix index
+using infergrid::HashBlock;
+using infergrid::HashBlocks;
 using BlockId = uint32_t;
-
-// The hash of a full block given its parent's hash (0 for the first block).
-BlockHash HashBlock(BlockHash parent, std::span<const uint32_t> tokens);
-
-// The chained hashes of every full block of `tokens` (a partial last block has none).
-std::vector<BlockHash> HashBlocks(std::span<const uint32_t> tokens, size_t block_size);
 
 class BlockPool {
  public:

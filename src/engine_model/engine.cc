@@ -23,6 +23,9 @@ uint64_t Engine::Add(RequestSpec spec, double now) {
   auto seq = std::make_unique<Seq>();
   seq->id = next_id_++;
   seq->spec = std::move(spec);
+  seq->chain = std::move(seq->spec.prompt_block_hashes);
+  seq->prompt_offset = static_cast<uint32_t>(seq->chain.size()) * config_.block_size;
+  seq->prompt_len = seq->prompt_offset + static_cast<uint32_t>(seq->spec.prompt.size());
   seq->arrival = now;
   seq->first_scheduled = -1;
   Seq* s = seq.get();
@@ -45,7 +48,7 @@ void Engine::Free(Seq* s) {
 
 void Engine::Preempt(Seq* s) {
   Free(s);
-  s->hashes.clear();
+  s->committed = 0;
   s->num_computed = 0;
   s->preempted = true;
   waiting_.push_front(s);
@@ -71,19 +74,26 @@ uint32_t Engine::ChunkFor(const Seq& s, uint32_t budget) const {
   return n;
 }
 
+void Engine::ExtendChain(Seq* s) {
+  const uint32_t bs = config_.block_size;
+  const uint32_t full = s->known() / bs;
+  if (s->chain.size() >= full) return;
+  std::vector<uint32_t> block(bs);
+  for (uint32_t k = static_cast<uint32_t>(s->chain.size()); k < full; ++k) {
+    for (uint32_t j = 0; j < bs; ++j) block[j] = s->token(k * bs + j);
+    s->chain.push_back(HashBlock(k == 0 ? 0 : s->chain[k - 1], block));
+  }
+}
+
 bool Engine::TryAdmit(Seq* s, uint32_t budget, uint32_t* chunk) {
   // Look up the longest cached prefix of full blocks, short of the last known token.
   size_t hit = 0;
+  std::span<const BlockHash> lookup;
   if (config_.enable_prefix_caching) {
-    if (s->lookup_known != s->known()) {  // hashed once per length, not once per retry
-      std::vector<uint32_t> tokens(s->spec.prompt);
-      tokens.insert(tokens.end(), s->spec.output.begin(), s->spec.output.begin() + s->num_output);
-      s->lookup = HashBlocks(std::span(tokens).first(s->known() - 1), config_.block_size);
-      s->lookup_known = s->known();
-    }
-    hit = pool_.CachedPrefix(s->lookup);
+    ExtendChain(s);
+    lookup = std::span(s->chain).first((s->known() - 1) / config_.block_size);
+    hit = pool_.CachedPrefix(lookup);
   }
-  const std::vector<BlockHash>& hashes = s->lookup;
   uint32_t computed = static_cast<uint32_t>(hit) * config_.block_size;
   uint32_t remaining = s->known() - computed;
   uint32_t n = std::min(remaining, budget);
@@ -92,20 +102,20 @@ bool Engine::TryAdmit(Seq* s, uint32_t budget, uint32_t* chunk) {
   }
   if (!config_.chunked_prefill && n < remaining) return false;
   uint32_t fresh = BlocksFor(computed + n) - static_cast<uint32_t>(hit);
-  size_t free_after_hits = pool_.num_free() - (hit > 0 ? pool_.FreeAmong(hashes, hit) : 0);
+  size_t free_after_hits = pool_.num_free() - (hit > 0 ? pool_.FreeAmong(lookup, hit) : 0);
   if (fresh > free_after_hits) return false;
 
   if (config_.enable_prefix_caching && !s->preempted) {  // vLLM counts first lookups only
     stats_.prefix_cache_queries += s->known();
     stats_.prefix_cache_hits += computed;
   }
-  s->blocks = pool_.Acquire(hashes, hit);
+  s->blocks = pool_.Acquire(lookup, hit);
   auto more = pool_.Allocate(fresh);  // cannot fail: checked above
   s->blocks.insert(s->blocks.end(), more->begin(), more->end());
-  s->hashes.assign(hashes.begin(), hashes.begin() + hit);
+  s->committed = static_cast<uint32_t>(hit);
   s->num_computed = computed;
   if (!s->scheduled_before) {
-    s->cached_tokens = std::min<uint32_t>(computed, s->spec.prompt.size());
+    s->cached_tokens = std::min<uint32_t>(computed, s->prompt_len);
     s->scheduled_before = true;
   }
   *chunk = n;
@@ -170,28 +180,36 @@ std::optional<double> Engine::BeginStep(double now) {
 void Engine::CommitFullBlocks(Seq* s) {
   if (!config_.enable_prefix_caching) return;
   const uint32_t bs = config_.block_size;
-  uint32_t full = s->num_computed / bs;
-  KvEvent stored{KvEvent::Kind::kStored, {}, s->hashes.empty() ? 0 : s->hashes.back(), {}};
-  std::vector<uint32_t> block(bs);
-  for (uint32_t k = static_cast<uint32_t>(s->hashes.size()); k < full; ++k) {
-    for (uint32_t j = 0; j < bs; ++j) block[j] = s->token(k * bs + j);
-    BlockHash h = HashBlock(s->hashes.empty() ? 0 : s->hashes.back(), block);
-    s->hashes.push_back(h);
-    if (pool_.Commit(s->blocks[k], h)) {
-      if (stored.hashes.empty()) stored.parent = k == 0 ? 0 : s->hashes[k - 1];
-      stored.hashes.push_back(h);
-      stored.tokens.insert(stored.tokens.end(), block.begin(), block.end());
-    } else if (!stored.hashes.empty()) {
-      kv_events_.push_back(std::move(stored));
-      stored = KvEvent{KvEvent::Kind::kStored, {}, 0, {}};
+  const uint32_t full = s->num_computed / bs;
+  if (s->committed >= full) return;
+  ExtendChain(s);
+  const bool record = config_.record_kv_events;
+  KvEvent stored{KvEvent::Kind::kStored, {}, 0, {}};
+  auto flush = [&] {
+    if (!stored.hashes.empty()) kv_events_.push_back(std::move(stored));
+    stored = KvEvent{KvEvent::Kind::kStored, {}, 0, {}};
+  };
+  for (uint32_t k = s->committed; k < full; ++k) {
+    BlockHash h = s->chain[k];
+    if (!pool_.Commit(s->blocks[k], h)) {
+      if (record) flush();
+      continue;
+    }
+    if (!record) continue;
+    if (stored.hashes.empty()) stored.parent = k == 0 ? 0 : s->chain[k - 1];
+    stored.hashes.push_back(h);
+    if (k * bs >= s->prompt_offset) {  // blocks given only by hash carry no token ids
+      for (uint32_t j = 0; j < bs; ++j) stored.tokens.push_back(s->token(k * bs + j));
     }
   }
-  if (!stored.hashes.empty()) kv_events_.push_back(std::move(stored));
+  if (record) flush();
+  s->committed = full;
 }
 
 void Engine::DrainEvictions() {
   auto evicted = pool_.TakeEvicted();
   // One event per evicted block, as vLLM's block pool reports them.
+  if (!config_.record_kv_events) return;
   for (BlockHash h : evicted) kv_events_.push_back({KvEvent::Kind::kRemoved, {h}, 0, {}});
 }
 
@@ -213,11 +231,11 @@ StepResult Engine::EndStep() {
     if (s->num_computed < s->known()) continue;  // a prefill chunk short of the end
     TokenEvent t{s->id, s->num_output, FinishReason::kNone, r.end};
     if (s->num_output == 0) {
-      t.prompt_tokens = static_cast<uint32_t>(s->spec.prompt.size());
+      t.prompt_tokens = s->prompt_len;
       t.cached_tokens = s->cached_tokens;
       t.arrival = s->arrival;
       t.scheduled = s->first_scheduled;
-      stats_.prompt_tokens += s->spec.prompt.size();
+      stats_.prompt_tokens += s->prompt_len;
     }
     ++s->num_output;
     ++stats_.generation_tokens;
@@ -252,7 +270,7 @@ bool Engine::ResetPrefixCache() {
   if (!running_.empty() || in_step_) return false;
   pool_.ClearCache();
   pool_.TakeEvicted();
-  kv_events_.push_back({KvEvent::Kind::kAllCleared, {}, 0, {}});
+  if (config_.record_kv_events) kv_events_.push_back({KvEvent::Kind::kAllCleared, {}, 0, {}});
   return true;
 }
 

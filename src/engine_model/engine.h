@@ -41,6 +41,7 @@ struct EngineConfig {
   uint32_t max_model_len = 8192;
   bool enable_prefix_caching = true;
   bool chunked_prefill = true;  // false: a prompt that does not fit the budget waits
+  bool record_kv_events = true;  // false: no KvEvents are built (the planner needs none)
 };
 
 enum class FinishReason { kNone, kStop, kLength };
@@ -52,6 +53,10 @@ struct RequestSpec {
   // Why it ends once all of `output` is generated: kLength when max_tokens ran out, kStop when
   // the model "chose" to end (an output-length distribution drew fewer than max_tokens).
   FinishReason end_reason = FinishReason::kLength;
+  // A long prompt may instead be given by the chained hashes of its first full blocks (the
+  // planner, which never materialises prompts): `prompt` then holds only the tokens after
+  // them. The prompt's length is prompt_block_hashes.size() * block_size + prompt.size().
+  std::vector<BlockHash> prompt_block_hashes;
 };
 
 // A token sampled for a request in a step (times are engine times, seconds).
@@ -138,12 +143,16 @@ class Engine {
     bool aborted = false;
     double arrival;
     std::vector<BlockId> blocks;
-    std::vector<BlockHash> hashes;  // of its full, committed blocks
-    std::vector<BlockHash> lookup;  // prefix-cache lookup keys, for lookup_known tokens
-    uint32_t lookup_known = 0;
-    uint32_t known() const { return static_cast<uint32_t>(spec.prompt.size()) + num_output; }
+    // The chained hashes of its full blocks so far (prompt and output), each computed once;
+    // the first `committed` of them are in the cache under this sequence's blocks.
+    std::vector<BlockHash> chain;
+    uint32_t committed = 0;
+    uint32_t prompt_len = 0;
+    uint32_t prompt_offset = 0;  // position of spec.prompt[0] (after the hashed blocks)
+    uint32_t known() const { return prompt_len + num_output; }
+    // Only positions from prompt_offset on have token ids.
     uint32_t token(uint32_t pos) const {
-      return pos < spec.prompt.size() ? spec.prompt[pos] : spec.output[pos - spec.prompt.size()];
+      return pos < prompt_len ? spec.prompt[pos - prompt_offset] : spec.output[pos - prompt_len];
     }
   };
   struct Scheduled {
@@ -160,6 +169,8 @@ class Engine {
   void PurgeAborted();
   bool TryAdmit(Seq* s, uint32_t budget, uint32_t* chunk);
   void CommitFullBlocks(Seq* s);
+  // Hashes the sequence's full blocks up to its known tokens (each block once, ever).
+  void ExtendChain(Seq* s);
   void DrainEvictions();
 
   EngineConfig config_;

@@ -312,3 +312,52 @@ TEST(Engine, AStepAdmitsOnlyRequestsThatHaveArrivedByItsStart) {
 
 }  // namespace
 }  // namespace infergrid::engine_model
+
+namespace infergrid::engine_model {
+namespace {
+
+// The planner gives prompts by block hashes; the engine must treat them exactly as the same
+// tokens: same cache hits, same timings, and the same hashes for blocks that mix prompt and
+// output tokens (so a conversation's next turn hits what its last reply wrote).
+TEST(Engine, APromptGivenByBlockHashesBehavesAsItsTokens) {
+  auto run = [](bool hashed) {
+    Engine e(Config(256), Hw());
+    double now = 0;
+    std::vector<uint32_t> prompt = Tokens(100, 7);  // 6 full blocks and 4 tokens
+    RequestSpec a = Spec(prompt, 20);
+    if (hashed) {
+      a.prompt_block_hashes = HashBlocks(prompt, 16);
+      a.prompt.assign(prompt.begin() + 96, prompt.end());
+    }
+    e.Add(std::move(a), now);
+    RunAll(e, &now);
+    // The next turn: the whole first prompt, its reply, and more, given by tokens.
+    std::vector<uint32_t> next = prompt;
+    auto reply = Tokens(20, 900000);
+    next.insert(next.end(), reply.begin(), reply.end());
+    auto more = Tokens(30, 5000);
+    next.insert(next.end(), more.begin(), more.end());
+    e.Add(Spec(next, 4), now);
+    auto steps = RunAll(e, &now);
+    return std::make_pair(steps.front().tokens.front().cached_tokens, now);
+  };
+  auto [cached_tokens, end_tokens] = run(false);
+  auto [cached_hashed, end_hashed] = run(true);
+  EXPECT_EQ(cached_tokens, 112u);  // 7 full blocks: 6 of prompt, one of prompt tail + reply
+  EXPECT_EQ(cached_hashed, cached_tokens);
+  EXPECT_DOUBLE_EQ(end_hashed, end_tokens);
+}
+
+TEST(Engine, RecordsNoKvEventsWhenAskedNot) {
+  EngineConfig c = Config(64);
+  c.record_kv_events = false;
+  Engine e(c, Hw());
+  double now = 0;
+  e.Add(Spec(Tokens(64, 1), 2), now);
+  auto steps = RunAll(e, &now);
+  for (const auto& s : steps) EXPECT_TRUE(s.kv_events.empty());
+  EXPECT_GT(e.stats().generation_tokens, 0u);
+}
+
+}  // namespace
+}  // namespace infergrid::engine_model

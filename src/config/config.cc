@@ -330,60 +330,18 @@ SchedulingProfile DefaultProfile() {
 }
 
 Result<Gateway> ParseGateway(const std::string& yaml_text, const std::string& source_name) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    return Status::Error(FormatError(source_name, Mark{e.mark.line + 1, e.mark.column + 1}, "",
-                                     "invalid YAML: " + e.msg));
-  } catch (const YAML::Exception& e) {
-    return Status::Error(
-        FormatError(source_name, {}, "", std::string("invalid YAML: ") + e.what()));
-  }
   Gateway g;
   g.source = source_name;
-  try {
-    Node doc(root, "", &g.source);
-    if (!doc.IsMap()) return doc.Error("expected a mapping with apiVersion, kind and spec");
-    IG_RETURN_IF_ERROR(doc.CheckKeys({"apiVersion", "kind", "metadata", "spec"}));
-    if (!doc.Has("apiVersion"))
-      return doc.Error("missing required field 'apiVersion' (infergrid.dev/v1)");
-    IG_ASSIGN_OR_RETURN(std::string api, doc.Get("apiVersion").String());
-    if (api != "infergrid.dev/v1") {
-      return doc.Get("apiVersion").Error(fmt::format("expected 'infergrid.dev/v1', got '{}'", api));
-    }
-    if (!doc.Has("kind")) return doc.Error("missing required field 'kind' (Gateway)");
-    IG_ASSIGN_OR_RETURN(std::string kind, doc.Get("kind").String());
-    if (kind != "Gateway")
-      return doc.Get("kind").Error(fmt::format("expected 'Gateway', got '{}'", kind));
-    if (doc.Has("metadata")) {
-      Node md = doc.Get("metadata");
-      IG_RETURN_IF_ERROR(md.ExpectMap());
-      IG_RETURN_IF_ERROR(md.CheckKeys({"name", "labels"}));
-      if (md.Has("name")) {
-        IG_ASSIGN_OR_RETURN(g.name, md.Get("name").String());
-      }
-      if (md.Has("labels")) {
-        IG_RETURN_IF_ERROR(md.Get("labels").ForEachEntry(
-            [](const std::string&, const Node& v) -> Status { return v.String().status(); }));
-      }
-    }
-    if (!doc.Has("spec")) return doc.Error("missing required field 'spec'");
-    IG_RETURN_IF_ERROR(ParseSpec(doc.Get("spec"), &g));
-  } catch (const YAML::Exception& e) {
-    // yaml-cpp throws on some malformed trees; never let that escape.
-    return Status::Error(
-        FormatError(source_name, {}, "", std::string("invalid configuration: ") + e.what()));
-  }
+  DocumentHeader header;
+  IG_RETURN_IF_ERROR(ParseDocument(yaml_text, &g.source, "Gateway", &header,
+                                   [&g](const Node& spec) { return ParseSpec(spec, &g); }));
+  if (!header.name.empty()) g.name = header.name;
   return g;
 }
 
 Result<Gateway> LoadGatewayFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::Error(fmt::format("{}: cannot read the file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseGateway(ss.str(), path);
+  IG_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  return ParseGateway(text, path);
 }
 
 Result<Gateway> FromFlags(const std::string& model, const std::vector<std::string>& endpoints,

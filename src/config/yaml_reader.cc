@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+#include <sstream>
+
 namespace infergrid::config {
 
 Mark Node::mark() const {
@@ -105,6 +108,65 @@ Status Node::ForEachEntry(const std::function<Status(const std::string&, const N
     if (!s.ok()) return s;
   }
   return Status::Ok();
+}
+
+Status ParseDocument(const std::string& yaml_text, const std::string* source,
+                     const std::string& kind, DocumentHeader* header,
+                     const std::function<Status(const Node& spec)>& body) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    return Status::Error(FormatError(*source, Mark{e.mark.line + 1, e.mark.column + 1}, "",
+                                     "invalid YAML: " + e.msg));
+  } catch (const YAML::Exception& e) {
+    return Status::Error(FormatError(*source, {}, "", std::string("invalid YAML: ") + e.what()));
+  }
+  try {
+    Node doc(root, "", source);
+    if (!doc.IsMap()) return doc.Error("expected a mapping with apiVersion, kind and spec");
+    IG_RETURN_IF_ERROR(doc.CheckKeys({"apiVersion", "kind", "metadata", "spec"}));
+    if (!doc.Has("apiVersion"))
+      return doc.Error("missing required field 'apiVersion' (infergrid.dev/v1)");
+    IG_ASSIGN_OR_RETURN(std::string api, doc.Get("apiVersion").String());
+    if (api != "infergrid.dev/v1") {
+      return doc.Get("apiVersion").Error(fmt::format("expected 'infergrid.dev/v1', got '{}'", api));
+    }
+    if (!doc.Has("kind")) return doc.Error(fmt::format("missing required field 'kind' ({})", kind));
+    IG_ASSIGN_OR_RETURN(std::string k, doc.Get("kind").String());
+    if (k != kind) return doc.Get("kind").Error(fmt::format("expected '{}', got '{}'", kind, k));
+    if (doc.Has("metadata")) {
+      Node md = doc.Get("metadata");
+      IG_RETURN_IF_ERROR(md.ExpectMap());
+      IG_RETURN_IF_ERROR(md.CheckKeys({"name", "labels"}));
+      if (md.Has("name")) {
+        IG_ASSIGN_OR_RETURN(header->name, md.Get("name").String());
+      }
+      if (md.Has("labels")) {
+        IG_RETURN_IF_ERROR(md.Get("labels").ForEachEntry(
+            [header](const std::string& key, const Node& v) -> Status {
+              IG_ASSIGN_OR_RETURN(header->labels[key], v.String());
+              return Status::Ok();
+            }));
+      }
+    }
+    if (!doc.Has("spec")) return doc.Error("missing required field 'spec'");
+    Node spec = doc.Get("spec");
+    IG_RETURN_IF_ERROR(spec.ExpectMap());
+    return body(spec);
+  } catch (const YAML::Exception& e) {
+    // yaml-cpp throws on some malformed trees; never let that escape.
+    return Status::Error(
+        FormatError(*source, {}, "", std::string("invalid document: ") + e.what()));
+  }
+}
+
+Result<std::string> ReadTextFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::Error(fmt::format("{}: cannot read the file", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 }  // namespace infergrid::config

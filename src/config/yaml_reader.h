@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 
@@ -55,5 +56,19 @@ class Node {
   std::string path_;
   const std::string* source_;
 };
+
+// A v1 document (apiVersion: infergrid.dev/v1, kind, metadata, spec) parsed from YAML text:
+// checks the header and hands `body` the spec. yaml-cpp's exceptions become FILE:LINE:COL
+// errors. Shared by the Gateway config and the planner's Fleet and Workload files.
+struct DocumentHeader {
+  std::string name;
+  std::map<std::string, std::string> labels;
+};
+Status ParseDocument(const std::string& yaml_text, const std::string* source,
+                     const std::string& kind, DocumentHeader* header,
+                     const std::function<Status(const Node& spec)>& body);
+
+// The whole of a text file, or an error naming it.
+Result<std::string> ReadTextFile(const std::string& path);
 
 }  // namespace infergrid::config

@@ -32,6 +32,10 @@ class BlockPool {
   uint32_t num_free() const { return free_count_; }
   double usage() const { return 1.0 - static_cast<double>(free_count_) / num_blocks(); }
 
+  // Whether a block with this hash is cached (in use or free).
+  bool Contains(BlockHash hash) const { return cached_.count(hash) > 0; }
+  size_t num_cached() const { return cached_.size(); }
+
   // How many leading hashes are cached (in use or free), i.e. the reusable prefix in blocks.
   size_t CachedPrefix(std::span<const BlockHash> hashes) const;
 

@@ -65,6 +65,18 @@ const AcceleratorProfile* FindAccelerator(std::string_view name) {
   return nullptr;
 }
 
+std::string AcceleratorNames() {
+  std::string out;
+  for (const auto& a : Accelerators()) out += (out.empty() ? "" : ", ") + a.name;
+  return out;
+}
+
+std::string ModelNames() {
+  std::string out;
+  for (const auto& m : Models()) out += (out.empty() ? "" : ", ") + m.name;
+  return out;
+}
+
 const ModelProfile* FindModel(std::string_view name) {
   for (const auto& m : Models()) {
     if (m.name == name) return &m;

@@ -48,6 +48,9 @@ inline double BytesPerParam(Dtype d) { return d == Dtype::kFp8 ? 1.0 : 2.0; }
 const std::vector<AcceleratorProfile>& Accelerators();
 const std::vector<ModelProfile>& Models();
 const AcceleratorProfile* FindAccelerator(std::string_view name);
+// The profiles' names, comma-separated, for help texts and errors.
+std::string AcceleratorNames();
+std::string ModelNames();
 const ModelProfile* FindModel(std::string_view name);
 
 }  // namespace infergrid::engine_model

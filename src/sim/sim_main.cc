@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/signals.h"
 #include "engine_model/profiles.h"
+#include "engine_model/server.h"
 #include "sim/replica.h"
 
 namespace infergrid::sim {
@@ -24,13 +25,7 @@ using engine_model::FindModel;
 namespace {
 
 std::string Names(bool models) {
-  std::string out;
-  if (models) {
-    for (const auto& m : engine_model::Models()) out += (out.empty() ? "" : ", ") + m.name;
-  } else {
-    for (const auto& a : engine_model::Accelerators()) out += (out.empty() ? "" : ", ") + a.name;
-  }
-  return out;
+  return models ? engine_model::ModelNames() : engine_model::AcceleratorNames();
 }
 
 // "tcp://*:5557" with replica i -> "tcp://*:(5557+i)", as vLLM offsets by data-parallel rank.
@@ -93,43 +88,26 @@ Result<std::vector<ReplicaOptions>> Build(SimFlags f) {
     return Status::Error("--kv-events-format: expected array or map");
   }
 
-  engine_model::HardwareSetup hw;
-  hw.accelerator = accel;
-  hw.model = model;
-  hw.tp = f.tp;
-  hw.dtype = *dtype;
-  hw.kv_bytes = f.kv_cache_dtype == "fp8" ? 1 : 2;
-  hw.gpu_memory_utilization = f.gpu_memory_utilization;
+  engine_model::ServerOptions so;
+  so.accelerator = accel;
+  so.model = model;
+  so.tp = f.tp;
+  so.dtype = *dtype;
+  so.kv_bytes = f.kv_cache_dtype == "fp8" ? 1 : 2;
+  so.gpu_memory_utilization = f.gpu_memory_utilization;
+  so.block_size = f.block_size;
+  so.num_gpu_blocks_override = f.num_gpu_blocks_override;
+  so.max_num_seqs = f.max_num_seqs;
+  so.max_num_batched_tokens = f.max_num_batched_tokens;
+  so.long_prefill_token_threshold = f.long_prefill_token_threshold;
+  so.max_model_len = f.max_model_len;
+  so.enable_prefix_caching = !f.no_prefix_caching;
+  IG_ASSIGN_OR_RETURN(engine_model::ServerSetup setup, engine_model::MakeServer(so));
+  engine_model::HardwareSetup hw = setup.hw;
   if (f.compute_efficiency > 0) hw.compute_efficiency = f.compute_efficiency;
   if (f.memory_efficiency > 0) hw.memory_efficiency = f.memory_efficiency;
   if (f.step_overhead_ms >= 0) hw.step_overhead_s = f.step_overhead_ms / 1000;
-
-  engine_model::EngineConfig ec;
-  ec.block_size = f.block_size;
-  if (f.num_gpu_blocks_override > 0) {
-    ec.num_blocks = f.num_gpu_blocks_override;
-  } else {
-    IG_ASSIGN_OR_RETURN(ec.num_blocks, engine_model::KvCacheBlocks(hw, f.block_size));
-  }
-  // vLLM's online-serving defaults: devices of 70 GiB or more get 8192 tokens and 1024 seqs.
-  const bool big = accel->hbm_bytes >= 70.0 * (1ull << 30);
-  ec.max_num_batched_tokens =
-      f.max_num_batched_tokens ? f.max_num_batched_tokens : (big ? 8192 : 2048);
-  ec.max_num_seqs = f.max_num_seqs ? f.max_num_seqs : (big ? 1024 : 256);
-  ec.long_prefill_token_threshold = f.long_prefill_token_threshold;
-  ec.enable_prefix_caching = !f.no_prefix_caching;
-  uint64_t capacity = static_cast<uint64_t>(ec.num_blocks) * ec.block_size;
-  if (f.max_model_len > 0) {
-    if (f.max_model_len > capacity) {
-      return Status::Error(
-          fmt::format("--max-model-len {} is more than the KV cache holds ({} tokens in {} blocks)",
-                      f.max_model_len, capacity, ec.num_blocks));
-    }
-    ec.max_model_len = f.max_model_len;
-  } else {
-    ec.max_model_len = static_cast<uint32_t>(std::min<uint64_t>(model->max_model_len, capacity));
-  }
-  if (ec.max_model_len < 2) return Status::Error("the KV cache holds fewer than 2 tokens");
+  const engine_model::EngineConfig& ec = setup.engine;
 
   std::vector<ReplicaOptions> out;
   for (uint32_t i = 0; i < f.replicas; ++i) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace infergrid {
 
@@ -17,7 +18,18 @@ struct RequestInfo {
   uint32_t prompt_tokens_estimate = 0;
   uint32_t max_tokens = 0;  // 0: not given
   std::string session_key;  // x-session-id, prompt_cache_key or user; empty if none
-  std::string prompt_text;  // concatenated prompt or messages' content, for cache-aware scorers
+  std::string prompt_text;  // the rendered prompt (chat template applied)
+  // The prompt as the servers' tokenizer sees it (the gateway tokenizes once per request), or
+  // already hashed into chained blocks of `block_size` tokens (the planner); cache-aware
+  // scorers use the hashes when their block size matches and hash the token ids otherwise.
+  std::vector<uint32_t> prompt_token_ids;
+  std::vector<uint64_t> prompt_block_hashes;
+  uint32_t block_size = 0;
+  // The time of the decision in seconds on the caller's clock (wall or virtual): plugins
+  // read no clock of their own.
+  double now_seconds = 0;
+  // A time-to-first-token objective for this request; 0 for none.
+  double ttft_objective_seconds = 0;
 };
 
 // How a request ended, reported to stateful scorers.

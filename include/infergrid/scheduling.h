@@ -34,6 +34,8 @@ class Scorer {
   // Writes scores[i] in [0, 1] for endpoints[candidates[i]]; higher is better.
   virtual void Score(const RequestInfo& req, std::span<const EndpointSnapshot> endpoints,
                      std::span<const size_t> candidates, std::span<double> scores) = 0;
+  // True if it reads scraped metrics (then a decision over stale ones is counted as degraded).
+  virtual bool uses_metrics() const { return false; }
   virtual void OnPicked(const RequestInfo& req, const EndpointSnapshot& chosen) {}
   virtual void OnCompleted(const RequestInfo& req, size_t endpoint_index, const Completion& c) {}
 };

@@ -11,14 +11,17 @@
 #include "common/result.h"
 #include "config/config.h"
 #include "infergrid/scheduling.h"
+#include "scheduling/prefix_state.h"
 #include "scheduling/scheduler.h"
 
 namespace infergrid::scheduling {
 
-// What a factory gets: the plugin's config and the file it came from.
+// What a factory gets: the plugin's config, the file it came from, and the state its
+// profile's plugins share (null when a plugin is built alone, as in unit tests).
 struct PluginContext {
   const config::PluginConfig& config;
   const std::string& source;
+  SharedState* shared = nullptr;
 
   // An error at the plugin, or at one of its parameters.
   Status Error(const std::string& message) const;
@@ -27,6 +30,10 @@ struct PluginContext {
   Status CheckParams(std::initializer_list<const char*> allowed) const;
   // Reads a numeric parameter in [min, max], or `fallback` when absent.
   Result<double> Number(const char* key, double fallback, double min, double max) const;
+  // Reads the prefix index's parameters (blockSize, indexBlockSize, lruCapacityPerServer).
+  Result<PrefixParams> PrefixParameters() const;
+  // The profile's shared prefix state (or, built alone, a private one kept in `own`).
+  Result<PrefixState*> Prefix(const PrefixParams& p, std::unique_ptr<PrefixState>* own) const;
 };
 
 using FilterFactory = std::function<Result<std::unique_ptr<Filter>>(const PluginContext&)>;
@@ -49,7 +56,7 @@ class PluginRegistry {
   std::map<std::string, PickerFactory> pickers_;
 };
 
-// Registers healthy, least-load, max-score and round-robin.
+// Registers the built-in filters, scorers and pickers (docs/config-v1.md lists them).
 void RegisterBuiltins(PluginRegistry* registry);
 
 // A registry with the built-ins.

@@ -4,15 +4,20 @@ namespace infergrid::scheduling {
 
 Scheduler::Scheduler(std::string profile_name, std::vector<std::unique_ptr<Filter>> filters,
                      std::vector<WeightedScorer> scorers, std::unique_ptr<Picker> picker,
-                     uint64_t seed)
+                     uint64_t seed, std::unique_ptr<SharedState> shared)
     : profile_name_(std::move(profile_name)),
       filters_(std::move(filters)),
       scorers_(std::move(scorers)),
       picker_(std::move(picker)),
-      rng_(seed) {}
+      shared_(shared ? std::move(shared) : std::make_unique<SharedState>()),
+      rng_(seed) {
+  for (const auto& ws : scorers_) uses_metrics_ = uses_metrics_ || ws.scorer->uses_metrics();
+}
 
 Decision Scheduler::Schedule(const RequestInfo& req, std::span<const EndpointSnapshot> endpoints) {
   Decision d;
+  PrefixState* prefix = shared_->prefix();
+  if (prefix) prefix->BeginDecision();
   candidates_.clear();
   for (size_t i = 0; i < endpoints.size(); ++i) candidates_.push_back(i);
   if (candidates_.empty()) {
@@ -25,6 +30,9 @@ Decision Scheduler::Schedule(const RequestInfo& req, std::span<const EndpointSna
       d.reason = "no endpoint passed the '" + std::string(f->name()) + "' filter";
       return d;
     }
+  }
+  if (uses_metrics_) {
+    for (size_t c : candidates_) d.stale_candidates += endpoints[c].metrics_fresh ? 0 : 1;
   }
   total_.assign(candidates_.size(), 0.0);
   for (auto& ws : scorers_) {
@@ -39,6 +47,10 @@ Decision Scheduler::Schedule(const RequestInfo& req, std::span<const EndpointSna
   }
   d.endpoint = candidates_[*pos];
   d.score = total_[*pos];
+  if (prefix && prefix->prepared()) {
+    d.cached_tokens = prefix->CachedTokens(endpoints[*d.endpoint].index);
+    prefix->Commit(endpoints[*d.endpoint].index);
+  }
   for (auto& ws : scorers_) ws.scorer->OnPicked(req, endpoints[*d.endpoint]);
   return d;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "infergrid/scheduling.h"
+#include "scheduling/prefix_state.h"
 
 namespace infergrid::scheduling {
 
@@ -23,12 +24,19 @@ struct Decision {
   std::optional<size_t> endpoint;  // index into the snapshot span; nullopt: none can serve
   std::string reason;              // why none could serve ("no healthy endpoint", ...)
   double score = 0;                // the winner's weighted score
+  // Candidates whose scraped metrics were stale or missing while a scorer wanted them: the
+  // decision fell back to the gateway's own accounting for them (counted by the caller).
+  uint32_t stale_candidates = 0;
+  // The prompt tokens the chosen endpoint is estimated to hold already (when the profile
+  // keeps a prefix index; else 0): the caller accounts the rest as prefill queued there.
+  double cached_tokens = 0;
 };
 
 class Scheduler {
  public:
   Scheduler(std::string profile_name, std::vector<std::unique_ptr<Filter>> filters,
-            std::vector<WeightedScorer> scorers, std::unique_ptr<Picker> picker, uint64_t seed);
+            std::vector<WeightedScorer> scorers, std::unique_ptr<Picker> picker, uint64_t seed,
+            std::unique_ptr<SharedState> shared = nullptr);
 
   const std::string& profile_name() const { return profile_name_; }
 
@@ -38,11 +46,16 @@ class Scheduler {
   // Reports that a request scheduled earlier on `endpoint_index` has finished.
   void OnCompleted(const RequestInfo& req, size_t endpoint_index, const Completion& c);
 
+  // What the profile's plugins share (its prefix index, if any plugin keeps one).
+  SharedState& shared() { return *shared_; }
+
  private:
   std::string profile_name_;
   std::vector<std::unique_ptr<Filter>> filters_;
   std::vector<WeightedScorer> scorers_;
   std::unique_ptr<Picker> picker_;
+  std::unique_ptr<SharedState> shared_;
+  bool uses_metrics_ = false;
   std::mt19937_64 rng_;
   // Scratch space reused across decisions to keep the hot path allocation-free.
   std::vector<size_t> candidates_;

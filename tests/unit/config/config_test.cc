@@ -162,7 +162,8 @@ TEST(Config, PluginErrorsCarryPositions) {
                   "  pools:\n  - {name: a, models: [m], endpoints: []}\n";
   EXPECT_THAT(ErrorOf(y),
               HasSubstr("bad.yaml:7:7: spec.schedulingProfiles[0].scorers[0]: unknown scorer "
-                        "'prefix-magic'; expected one of: least-load"));
+                        "'prefix-magic'; expected one of: expected-ttft, hardware-cost, "
+                        "kv-cache-utilization, least-load, load, prefix-cache, session-affinity"));
   y = std::string(kHead) +
       "  schedulingProfiles:\n"
       "  - name: default\n"

@@ -1,5 +1,6 @@
-// infergrid: one binary, subcommands. `gateway` runs the OpenAI-compatible gateway;
-// `config validate` checks a v1 configuration file.
+// infergrid: one binary, subcommands. `gateway` runs the OpenAI-compatible gateway; `sim` runs
+// simulated model servers; `plan` compares routing policies in virtual time; `config validate`
+// checks a v1 configuration file.
 
 #include <signal.h>
 
@@ -11,6 +12,7 @@
 #include "common/signals.h"
 #include "config/config.h"
 #include "gateway/gateway.h"
+#include "plan/plan_main.h"
 #include "sim/sim_main.h"
 #include "scheduling/registry.h"
 
@@ -95,6 +97,11 @@ int main(int argc, char** argv) {
   sim::SimFlags sim_flags;
   sim::AddSimFlags(sim_cmd, &sim_flags);
 
+  auto* plan_cmd = app.add_subcommand(
+      "plan", "Compare routing policies on a simulated fleet and workload, in virtual time");
+  plan::PlanFlags plan_flags;
+  plan::AddPlanFlags(plan_cmd, &plan_flags);
+
   auto* cfg = app.add_subcommand("config", "Work with configuration files");
   cfg->require_subcommand(1);
   auto* validate = cfg->add_subcommand("validate", "Validate a v1 configuration file");
@@ -106,6 +113,7 @@ int main(int argc, char** argv) {
 
   if (*gw) return RunGateway(config_path, model, endpoints, listen, listen_opt->count() > 0);
   if (*sim_cmd) return sim::RunSim(sim_flags);
+  if (*plan_cmd) return plan::RunPlan(plan_flags);
   if (*validate) {
     auto g = LoadConfig(validate_path);
     if (!g.ok()) {

@@ -1,13 +1,16 @@
 #include "engine_model/block_pool.h"
 
+#include <algorithm>
+
 namespace infergrid::engine_model {
 
 BlockPool::BlockPool(uint32_t num_blocks)
     : ref_(num_blocks, 0),
       prev_(num_blocks, kNone),
       next_(num_blocks, kNone),
-      in_free_(num_blocks, false),
-      hash_(num_blocks) {
+      in_free_(num_blocks, 0),
+      hash_(num_blocks, 0),
+      cached_(num_blocks) {
   for (BlockId b = 0; b < num_blocks; ++b) PushTail(b);
 }
 
@@ -20,7 +23,7 @@ void BlockPool::PushTail(BlockId b) {
     head_ = b;
   }
   tail_ = b;
-  in_free_[b] = true;
+  in_free_[b] = 1;
   ++free_count_;
 }
 
@@ -36,32 +39,57 @@ void BlockPool::Unlink(BlockId b) {
     tail_ = prev_[b];
   }
   prev_[b] = next_[b] = kNone;
-  in_free_[b] = false;
+  in_free_[b] = 0;
   --free_count_;
 }
 
-size_t BlockPool::CachedPrefix(std::span<const BlockHash> hashes) const {
+size_t BlockPool::CachedPrefix(std::span<const BlockHash> hashes,
+                               std::vector<BlockId>* ids) const {
+  if (ids) ids->clear();
   size_t n = 0;
-  while (n < hashes.size() && cached_.count(hashes[n]) > 0) ++n;
+  for (; n < hashes.size(); ++n) {
+    uint32_t b = cached_.Find(hashes[n]);
+    if (b == U64Map::kAbsent) break;
+    if (ids) ids->push_back(b);
+  }
   return n;
+}
+
+size_t BlockPool::ExtendCachedPrefix(std::span<const BlockHash> hashes,
+                                     std::vector<BlockId>* ids) const {
+  for (size_t n = ids->size(); n < hashes.size(); ++n) {
+    uint32_t b = cached_.Find(hashes[n]);
+    if (b == U64Map::kAbsent) break;
+    ids->push_back(b);
+  }
+  return ids->size();
 }
 
 size_t BlockPool::FreeAmong(std::span<const BlockHash> hashes, size_t n) const {
   size_t free = 0;
-  for (size_t i = 0; i < n; ++i) free += in_free_[cached_.at(hashes[i])] ? 1 : 0;
+  for (size_t i = 0; i < n; ++i) free += in_free_[cached_.Find(hashes[i])];
+  return free;
+}
+
+size_t BlockPool::FreeAmong(std::span<const BlockId> ids) const {
+  size_t free = 0;
+  for (BlockId b : ids) free += in_free_[b];
   return free;
 }
 
 std::vector<BlockId> BlockPool::Acquire(std::span<const BlockHash> hashes, size_t n) {
   std::vector<BlockId> out;
   out.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    BlockId b = cached_.at(hashes[i]);
+  for (size_t i = 0; i < n; ++i) out.push_back(cached_.Find(hashes[i]));
+  Acquire(out);
+  return out;
+}
+
+void BlockPool::Acquire(std::span<const BlockId> ids) {
+  for (BlockId b : ids) {
     if (in_free_[b]) Unlink(b);
     ++ref_[b];
-    out.push_back(b);
   }
-  return out;
 }
 
 std::optional<std::vector<BlockId>> BlockPool::Allocate(size_t n) {
@@ -71,14 +99,13 @@ std::optional<std::vector<BlockId>> BlockPool::Allocate(size_t n) {
   for (size_t i = 0; i < n; ++i) {
     BlockId b = head_;
     Unlink(b);
-    if (hash_[b]) {
+    if (hash_[b] != 0) {
       // Reusing a block that still holds a cached prefix: that prefix is gone now.
-      auto it = cached_.find(*hash_[b]);
-      if (it != cached_.end() && it->second == b) {
-        cached_.erase(it);
-        evicted_.push_back(*hash_[b]);
+      if (cached_.Find(hash_[b]) == b) {
+        cached_.Erase(hash_[b]);
+        evicted_.push_back(hash_[b]);
       }
-      hash_[b].reset();
+      hash_[b] = 0;
       ++evictions_;
     }
     ref_[b] = 1;
@@ -88,15 +115,16 @@ std::optional<std::vector<BlockId>> BlockPool::Allocate(size_t n) {
 }
 
 bool BlockPool::Commit(BlockId block, BlockHash hash) {
-  if (hash_[block]) return false;
-  auto [it, inserted] = cached_.emplace(hash, block);
+  if (hash_[block] != 0) return false;
+  bool inserted = cached_.Insert(hash, block).second;
   if (inserted) hash_[block] = hash;
   return inserted;
 }
 
 void BlockPool::ClearCache() {
-  cached_.clear();
-  for (auto& h : hash_) h.reset();
+  ++resets_;
+  cached_.Clear();
+  std::fill(hash_.begin(), hash_.end(), 0);
 }
 
 void BlockPool::Release(std::span<const BlockId> blocks) {
@@ -106,6 +134,17 @@ void BlockPool::Release(std::span<const BlockId> blocks) {
   }
 }
 
-std::optional<BlockHash> BlockPool::hash_of(BlockId b) const { return hash_[b]; }
+void BlockPool::ReleaseLastFirst(std::span<const BlockId> blocks) {
+  for (size_t i = blocks.size(); i-- > 0;) {
+    BlockId b = blocks[i];
+    if (ref_[b] == 0) continue;
+    if (--ref_[b] == 0) PushTail(b);
+  }
+}
+
+std::optional<BlockHash> BlockPool::hash_of(BlockId b) const {
+  if (hash_[b] == 0) return std::nullopt;
+  return hash_[b];
+}
 
 }  // namespace infergrid::engine_model

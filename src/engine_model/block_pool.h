@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/block_hash.h"
+#include "common/u64_map.h"
 
 namespace infergrid::engine_model {
 
@@ -33,11 +34,22 @@ class BlockPool {
   double usage() const { return 1.0 - static_cast<double>(free_count_) / num_blocks(); }
 
   // Whether a block with this hash is cached (in use or free).
-  bool Contains(BlockHash hash) const { return cached_.count(hash) > 0; }
+  bool Contains(BlockHash hash) const { return cached_.Contains(hash); }
   size_t num_cached() const { return cached_.size(); }
 
-  // How many leading hashes are cached (in use or free), i.e. the reusable prefix in blocks.
-  size_t CachedPrefix(std::span<const BlockHash> hashes) const;
+  // How many leading hashes are cached (in use or free), i.e. the reusable prefix in blocks;
+  // with `ids`, also the blocks that hold them (for FreeAmong and Acquire without looking
+  // them up again).
+  size_t CachedPrefix(std::span<const BlockHash> hashes, std::vector<BlockId>* ids = nullptr) const;
+  // CachedPrefix continued from the `ids->size()` blocks already found: valid while
+  // generation() is unchanged since they were (nothing cached has been dropped since).
+  size_t ExtendCachedPrefix(std::span<const BlockHash> hashes, std::vector<BlockId>* ids) const;
+  // Bumped whenever a cached hash is dropped (an eviction or a reset).
+  uint64_t generation() const { return evictions_ + resets_; }
+
+  // Of these cached blocks, how many are unreferenced; then take a reference on each.
+  size_t FreeAmong(std::span<const BlockId> ids) const;
+  void Acquire(std::span<const BlockId> ids);
 
   // How many of the first `n` cached blocks of `hashes` are unreferenced (acquiring them
   // takes them off the free queue).
@@ -58,8 +70,9 @@ class BlockPool {
 
   // Drops one reference from each block, in order; a block reaching zero goes to the tail of
   // the free queue, still cached. (vLLM frees a request's blocks last-first, so the tail of a
-  // sequence is evicted before its shared head.)
+  // sequence is evicted before its shared head: ReleaseLastFirst.)
   void Release(std::span<const BlockId> blocks);
+  void ReleaseLastFirst(std::span<const BlockId> blocks);
 
   // Forgets every cached hash (blocks in use stay in use, now uncached). vLLM's
   // reset_prefix_cache; reported as AllBlocksCleared.
@@ -79,12 +92,13 @@ class BlockPool {
 
   std::vector<uint32_t> ref_;
   std::vector<BlockId> prev_, next_;  // the free queue, intrusive and doubly linked
-  std::vector<bool> in_free_;
-  std::vector<std::optional<BlockHash>> hash_;
+  std::vector<uint8_t> in_free_;
+  std::vector<BlockHash> hash_;  // 0: holds no cached prefix (hashes are never 0)
   BlockId head_ = kNone, tail_ = kNone;
   uint32_t free_count_ = 0;
-  std::unordered_map<BlockHash, BlockId> cached_;
+  U64Map cached_;  // hash -> the block holding it
   uint64_t evictions_ = 0;
+  uint64_t resets_ = 0;
   std::vector<BlockHash> evicted_;
 };
 

@@ -41,8 +41,7 @@ void Engine::Abort(uint64_t id) {
 
 void Engine::Free(Seq* s) {
   // Last block first, so a sequence's tail is evicted before its (likely shared) head.
-  std::vector<BlockId> reversed(s->blocks.rbegin(), s->blocks.rend());
-  pool_.Release(reversed);
+  pool_.ReleaseLastFirst(s->blocks);
   s->blocks.clear();
 }
 
@@ -92,8 +91,17 @@ bool Engine::TryAdmit(Seq* s, uint32_t budget, uint32_t* chunk) {
   if (config_.enable_prefix_caching) {
     ExtendChain(s);
     lookup = std::span(s->chain).first((s->known() - 1) / config_.block_size);
-    hit = pool_.CachedPrefix(lookup);
+    // A request that waits is looked up again each step: continue from what was found last
+    // time unless the cache has dropped anything since (long prompts make this the hot path).
+    if (s->hit_generation != pool_.generation() || s->hit_ids.size() > lookup.size()) {
+      s->hit_ids.clear();
+      s->hit_generation = pool_.generation();
+    }
+    hit = pool_.ExtendCachedPrefix(lookup, &s->hit_ids);
+  } else {
+    s->hit_ids.clear();
   }
+  const std::vector<BlockId>& hit_ids = s->hit_ids;
   uint32_t computed = static_cast<uint32_t>(hit) * config_.block_size;
   uint32_t remaining = s->known() - computed;
   uint32_t n = std::min(remaining, budget);
@@ -102,14 +110,16 @@ bool Engine::TryAdmit(Seq* s, uint32_t budget, uint32_t* chunk) {
   }
   if (!config_.chunked_prefill && n < remaining) return false;
   uint32_t fresh = BlocksFor(computed + n) - static_cast<uint32_t>(hit);
-  size_t free_after_hits = pool_.num_free() - (hit > 0 ? pool_.FreeAmong(lookup, hit) : 0);
+  size_t free_after_hits = pool_.num_free() - pool_.FreeAmong(hit_ids);
   if (fresh > free_after_hits) return false;
 
   if (config_.enable_prefix_caching && !s->preempted) {  // vLLM counts first lookups only
     stats_.prefix_cache_queries += s->known();
     stats_.prefix_cache_hits += computed;
   }
-  s->blocks = pool_.Acquire(lookup, hit);
+  pool_.Acquire(hit_ids);
+  s->blocks.assign(hit_ids.begin(), hit_ids.end());
+  s->hit_ids = {};  // admitted: the lookup is done
   auto more = pool_.Allocate(fresh);  // cannot fail: checked above
   s->blocks.insert(s->blocks.end(), more->begin(), more->end());
   s->committed = static_cast<uint32_t>(hit);

@@ -147,6 +147,10 @@ class Engine {
     // the first `committed` of them are in the cache under this sequence's blocks.
     std::vector<BlockHash> chain;
     uint32_t committed = 0;
+    // While waiting: the cached blocks of its prefix found so far, as of pool generation
+    // hit_generation.
+    std::vector<BlockId> hit_ids;
+    uint64_t hit_generation = UINT64_MAX;
     uint32_t prompt_len = 0;
     uint32_t prompt_offset = 0;  // position of spec.prompt[0] (after the hashed blocks)
     uint32_t known() const { return prompt_len + num_output; }

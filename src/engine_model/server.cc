@@ -75,4 +75,15 @@ ServerCapacity EstimateCapacity(const ServerSetup& s) {
   return c;
 }
 
+EndpointCapacity CapacityOf(const ServerSetup& s, double price_per_hour) {
+  ServerCapacity c = EstimateCapacity(s);
+  EndpointCapacity e;
+  e.prefill_tokens_per_s = c.prefill_tokens_per_s;
+  e.decode_tokens_per_s = c.decode_tokens_per_s;
+  e.max_num_seqs = c.max_num_seqs;
+  e.kv_cache_tokens = c.kv_cache_tokens;
+  e.price_per_hour = price_per_hour;
+  return e;
+}
+
 }  // namespace infergrid::engine_model

@@ -11,6 +11,7 @@
 #include "engine_model/engine.h"
 #include "engine_model/profiles.h"
 #include "engine_model/roofline.h"
+#include "infergrid/endpoint.h"
 
 namespace infergrid::engine_model {
 
@@ -48,5 +49,8 @@ struct ServerCapacity {
   uint64_t kv_cache_tokens = 0;
 };
 ServerCapacity EstimateCapacity(const ServerSetup& s);
+
+// The capacity the scheduler sees for such a server, with its price per hour.
+EndpointCapacity CapacityOf(const ServerSetup& s, double price_per_hour);
 
 }  // namespace infergrid::engine_model

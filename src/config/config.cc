@@ -8,6 +8,7 @@
 
 #include "common/strings.h"
 #include "config/yaml_reader.h"
+#include "engine_model/server.h"
 
 namespace infergrid::config {
 
@@ -119,7 +120,64 @@ Result<Model> ParseModel(const Node& n) {
   return m;
 }
 
-Result<Endpoint> ParseEndpoint(const Node& n) {
+Result<Hardware> ParseHardware(const Node& n) {
+  Hardware h;
+  IG_RETURN_IF_ERROR(n.ExpectMap());
+  IG_RETURN_IF_ERROR(n.CheckKeys({"accelerator", "model", "tp", "dtype", "kvCacheDtype",
+                                  "gpuMemoryUtilization", "blockSize", "maxNumSeqs",
+                                  "maxNumBatchedTokens", "pricePerHour", "prefillTokensPerSecond",
+                                  "decodeTokensPerSecond", "kvCacheTokens"}));
+  auto str = [&n](const char* key, std::string* out) -> Status {
+    if (!n.Has(key)) return Status::Ok();
+    IG_ASSIGN_OR_RETURN(*out, n.Get(key).String());
+    return Status::Ok();
+  };
+  auto u32 = [&n](const char* key, uint32_t* out, int64_t lo, int64_t hi) -> Status {
+    if (!n.Has(key)) return Status::Ok();
+    IG_ASSIGN_OR_RETURN(int64_t v, n.Get(key).Int(lo, hi));
+    *out = static_cast<uint32_t>(v);
+    return Status::Ok();
+  };
+  auto num = [&n](const char* key, double* out, double lo, double hi) -> Status {
+    if (!n.Has(key)) return Status::Ok();
+    IG_ASSIGN_OR_RETURN(*out, n.Get(key).Double(lo, hi));
+    return Status::Ok();
+  };
+  IG_RETURN_IF_ERROR(str("accelerator", &h.accelerator));
+  IG_RETURN_IF_ERROR(str("model", &h.model));
+  IG_RETURN_IF_ERROR(u32("tp", &h.tp, 1, 64));
+  IG_RETURN_IF_ERROR(str("dtype", &h.dtype));
+  IG_RETURN_IF_ERROR(str("kvCacheDtype", &h.kv_cache_dtype));
+  IG_RETURN_IF_ERROR(num("gpuMemoryUtilization", &h.gpu_memory_utilization, 0.01, 1));
+  IG_RETURN_IF_ERROR(u32("blockSize", &h.block_size, 1, 1024));
+  IG_RETURN_IF_ERROR(u32("maxNumSeqs", &h.max_num_seqs, 1, 1000000));
+  IG_RETURN_IF_ERROR(u32("maxNumBatchedTokens", &h.max_num_batched_tokens, 1, 100000000));
+  IG_RETURN_IF_ERROR(num("pricePerHour", &h.price_per_hour, 0, 1e9));
+  IG_RETURN_IF_ERROR(num("prefillTokensPerSecond", &h.prefill_tokens_per_second, 0, 1e12));
+  IG_RETURN_IF_ERROR(num("decodeTokensPerSecond", &h.decode_tokens_per_second, 0, 1e12));
+  if (n.Has("kvCacheTokens")) {
+    IG_ASSIGN_OR_RETURN(int64_t v, n.Get("kvCacheTokens").Int(0, int64_t{1} << 50));
+    h.kv_cache_tokens = static_cast<uint64_t>(v);
+  }
+  if (h.accelerator.empty() != h.model.empty()) {
+    return n.Error("give both 'accelerator' and 'model' (a profile), or neither");
+  }
+  if (!h.accelerator.empty()) {
+    // Resolve now, so a bad name or a model that does not fit is reported here.
+    auto cap = ResolveCapacity(h);
+    if (!cap.ok()) {
+      // "field: what is wrong" points at the field; anything else at the whole mapping.
+      const std::string m = cap.status().message();
+      size_t colon = m.find(": ");
+      std::string field = colon == std::string::npos ? "" : m.substr(0, colon);
+      if (!field.empty() && n.Has(field)) return n.Get(field).Error(m.substr(colon + 2));
+      return n.Error(m);
+    }
+  }
+  return h;
+}
+
+Result<Endpoint> ParseEndpoint(const Node& n, const Pool& pool) {
   Endpoint e;
   e.mark = n.mark();
   e.path = n.path();
@@ -127,7 +185,7 @@ Result<Endpoint> ParseEndpoint(const Node& n) {
     IG_ASSIGN_OR_RETURN(e.url, n.String());
   } else {
     IG_RETURN_IF_ERROR(n.ExpectMap());
-    IG_RETURN_IF_ERROR(n.CheckKeys({"url", "labels"}));
+    IG_RETURN_IF_ERROR(n.CheckKeys({"url", "labels", "hardware"}));
     if (!n.Has("url")) return n.Error("missing required field 'url'");
     IG_ASSIGN_OR_RETURN(e.url, n.Get("url").String());
     if (n.Has("labels")) {
@@ -138,6 +196,14 @@ Result<Endpoint> ParseEndpoint(const Node& n) {
             return Status::Ok();
           }));
     }
+    if (n.Has("hardware")) {
+      IG_ASSIGN_OR_RETURN(Hardware h, ParseHardware(n.Get("hardware")));
+      IG_ASSIGN_OR_RETURN(e.capacity, ResolveCapacity(h));
+    }
+  }
+  if (pool.has_hardware && e.capacity.kv_cache_tokens == 0 &&
+      e.capacity.prefill_tokens_per_s == 0 && e.capacity.price_per_hour == 0) {
+    IG_ASSIGN_OR_RETURN(e.capacity, ResolveCapacity(pool.hardware));
   }
   Node url_node = n.IsScalar() ? n : n.Get("url");
   Status s = CheckEndpointUrl(e.url);
@@ -151,7 +217,12 @@ Result<Pool> ParsePool(const Node& n) {
   p.mark = n.mark();
   p.path = n.path();
   IG_RETURN_IF_ERROR(n.ExpectMap());
-  IG_RETURN_IF_ERROR(n.CheckKeys({"name", "models", "endpoints", "schedulingProfile"}));
+  IG_RETURN_IF_ERROR(
+      n.CheckKeys({"name", "models", "endpoints", "schedulingProfile", "hardware"}));
+  if (n.Has("hardware")) {
+    IG_ASSIGN_OR_RETURN(p.hardware, ParseHardware(n.Get("hardware")));
+    p.has_hardware = true;
+  }
   if (!n.Has("name")) return n.Error("missing required field 'name'");
   IG_ASSIGN_OR_RETURN(p.name, n.Get("name").String());
   if (!n.Has("models"))
@@ -168,7 +239,7 @@ Result<Pool> ParsePool(const Node& n) {
   IG_RETURN_IF_ERROR(eps.ExpectSequence());
   std::set<std::string> seen;
   for (size_t i = 0; i < eps.size(); ++i) {
-    IG_ASSIGN_OR_RETURN(Endpoint e, ParseEndpoint(eps.At(i)));
+    IG_ASSIGN_OR_RETURN(Endpoint e, ParseEndpoint(eps.At(i), p));
     if (!seen.insert(e.url).second)
       return eps.At(i).Error(fmt::format("endpoint '{}' is listed twice", e.url));
     p.endpoints.push_back(std::move(e));
@@ -315,16 +386,67 @@ Status ParseSpec(const Node& spec, Gateway* g) {
 
 }  // namespace
 
+Result<EndpointCapacity> ResolveCapacity(const Hardware& h) {
+  EndpointCapacity c;
+  if (!h.accelerator.empty()) {
+    engine_model::ServerOptions o;
+    o.accelerator = engine_model::FindAccelerator(h.accelerator);
+    if (o.accelerator == nullptr) {
+      return Status::Error(fmt::format("accelerator: unknown '{}'; expected one of: {}",
+                                       h.accelerator, engine_model::AcceleratorNames()));
+    }
+    o.model = engine_model::FindModel(h.model);
+    if (o.model == nullptr) {
+      return Status::Error(fmt::format("model: unknown profile '{}'; expected one of: {}", h.model,
+                                       engine_model::ModelNames()));
+    }
+    auto dtype = engine_model::ParseDtype(h.dtype);
+    if (!dtype) return Status::Error(fmt::format("dtype: expected bf16 or fp8, got '{}'", h.dtype));
+    if (h.kv_cache_dtype != "auto" && h.kv_cache_dtype != "bf16" && h.kv_cache_dtype != "fp8") {
+      return Status::Error(
+          fmt::format("kvCacheDtype: expected auto, bf16 or fp8, got '{}'", h.kv_cache_dtype));
+    }
+    o.tp = h.tp;
+    o.dtype = *dtype;
+    o.kv_bytes = h.kv_cache_dtype == "fp8" ? 1 : 2;
+    o.gpu_memory_utilization = h.gpu_memory_utilization;
+    o.block_size = h.block_size;
+    o.max_num_seqs = h.max_num_seqs;
+    o.max_num_batched_tokens = h.max_num_batched_tokens;
+    IG_ASSIGN_OR_RETURN(engine_model::ServerSetup setup, engine_model::MakeServer(o));
+    c = engine_model::CapacityOf(setup, h.price_per_hour);
+  }
+  c.price_per_hour = h.price_per_hour;
+  if (h.prefill_tokens_per_second > 0) c.prefill_tokens_per_s = h.prefill_tokens_per_second;
+  if (h.decode_tokens_per_second > 0) c.decode_tokens_per_s = h.decode_tokens_per_second;
+  if (h.kv_cache_tokens > 0) c.kv_cache_tokens = h.kv_cache_tokens;
+  if (h.max_num_seqs > 0) c.max_num_seqs = h.max_num_seqs;
+  return c;
+}
+
 SchedulingProfile DefaultProfile() {
+  // The combination that won in the planner (docs/routing.md): sessions stay where their
+  // context is unless that server is overloaded; everything else goes where its first token
+  // is expected soonest, new sessions where their contexts least crowd the KV cache.
   SchedulingProfile p;
   p.name = "default";
   PluginConfig healthy;
   healthy.name = "healthy";
   p.filters.push_back(healthy);
-  PluginConfig load;
-  load.name = "least-load";
-  load.weight = 1;
-  p.scorers.push_back(load);
+  auto param = [](PluginConfig* c, const std::string& key, const std::string& value) {
+    c->parameters[key] = Param{value, {}, "default." + c->name + ".parameters." + key};
+  };
+  PluginConfig affinity;
+  affinity.name = "session-affinity";
+  affinity.weight = 10;
+  param(&affinity, "overloadThreshold", "3");
+  param(&affinity, "kvUsageThreshold", "0.95");
+  param(&affinity, "balanceWeight", "0.1");
+  p.scorers.push_back(affinity);
+  PluginConfig ttft;
+  ttft.name = "expected-ttft";
+  ttft.weight = 1;
+  p.scorers.push_back(ttft);
   p.picker.name = "max-score";
   return p;
 }

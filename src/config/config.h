@@ -11,6 +11,7 @@
 #include "common/duration.h"
 #include "common/host_port.h"
 #include "common/result.h"
+#include "infergrid/endpoint.h"
 
 namespace infergrid::config {
 
@@ -45,9 +46,31 @@ struct SchedulingProfile {
   std::string path;
 };
 
+// What a model server is, for scorers that weigh hardware (expected-ttft, load, hardware-cost,
+// prefix-cache's per-endpoint index size): an accelerator and model profile from the engine
+// model (docs/sim-model.md), or the figures themselves for hardware without one.
+struct Hardware {
+  std::string accelerator;  // e.g. h200; empty: no profile
+  std::string model;        // e.g. llama-3.1-70b
+  uint32_t tp = 1;
+  std::string dtype = "bf16";
+  std::string kv_cache_dtype = "auto";
+  double gpu_memory_utilization = 0.9;
+  uint32_t block_size = 16;
+  uint32_t max_num_seqs = 0;            // 0: vLLM's default for the device
+  uint32_t max_num_batched_tokens = 0;  // 0: likewise
+  double price_per_hour = 0;            // the whole server, in any currency unit
+  // Figures that override the profile's (or stand alone): 0 leaves them to the profile.
+  double prefill_tokens_per_second = 0;
+  double decode_tokens_per_second = 0;
+  uint64_t kv_cache_tokens = 0;
+};
+
 struct Endpoint {
   std::string url;
   std::map<std::string, std::string> labels;
+  // Its capacity, resolved from its `hardware` (or its pool's); zeros where unknown.
+  EndpointCapacity capacity;
   Mark mark;
   std::string path;
 };
@@ -60,6 +83,8 @@ struct Model {
 struct Pool {
   std::string name;
   std::vector<Model> models;
+  bool has_hardware = false;
+  Hardware hardware;  // every endpoint's, unless one gives its own
   std::vector<Endpoint> endpoints;
   std::string scheduling_profile = "default";
   Mark mark;
@@ -110,8 +135,12 @@ struct Gateway {
 Result<Gateway> ParseGateway(const std::string& yaml_text, const std::string& source_name);
 Result<Gateway> LoadGatewayFile(const std::string& path);
 
-// The profile used when a config names none: healthy filter, least-load scorer, max-score.
+// The profile used when a config names none (docs/routing.md says why these plugins).
 SchedulingProfile DefaultProfile();
+
+// The capacity an endpoint with this hardware offers, from the engine model's profiles and
+// roofline, with the figures given overriding; errors name the field.
+Result<EndpointCapacity> ResolveCapacity(const Hardware& h);
 
 // Builds the config for `infergrid gateway --model M --endpoint URL ...`.
 Result<Gateway> FromFlags(const std::string& model, const std::vector<std::string>& endpoints,

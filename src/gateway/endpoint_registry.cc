@@ -1,13 +1,23 @@
 #include "gateway/endpoint_registry.h"
 
+#include <algorithm>
+
 namespace infergrid::gateway {
 
-void EndpointState::OnStart(uint32_t prompt_tokens) {
+void EndpointState::OnStart(uint32_t prompt_tokens, uint32_t prefill_tokens) {
   in_flight_.fetch_add(1, std::memory_order_relaxed);
   in_flight_tokens_.fetch_add(prompt_tokens, std::memory_order_relaxed);
+  prefilling_.fetch_add(1, std::memory_order_relaxed);
+  prefill_tokens_.fetch_add(prefill_tokens, std::memory_order_relaxed);
 }
 
-void EndpointState::OnFinish(uint32_t prompt_tokens) {
+void EndpointState::OnFirstToken(uint32_t prefill_tokens) {
+  prefilling_.fetch_sub(1, std::memory_order_relaxed);
+  prefill_tokens_.fetch_sub(prefill_tokens, std::memory_order_relaxed);
+}
+
+void EndpointState::OnFinish(uint32_t prompt_tokens, uint32_t prefill_tokens, bool prefilling) {
+  if (prefilling) OnFirstToken(prefill_tokens);
   in_flight_.fetch_sub(1, std::memory_order_relaxed);
   in_flight_tokens_.fetch_sub(prompt_tokens, std::memory_order_relaxed);
 }
@@ -46,6 +56,9 @@ EndpointSnapshot EndpointState::Snapshot(size_t index, SteadyTime now,
   s.healthy = reachable();
   s.in_flight = in_flight();
   s.in_flight_prompt_tokens = in_flight_prompt_tokens();
+  s.in_flight_prefilling = prefilling();
+  s.in_flight_prefill_tokens = prefill_tokens();
+  s.capacity = cfg_.capacity;
   std::lock_guard lock(mu_);
   s.ttft_ewma_seconds = ttft_ewma_;
   s.metrics_fresh = have_scraped_ && now - scraped_.at <= stale_after;
@@ -64,16 +77,18 @@ PoolState::Pick PoolState::Schedule(const RequestInfo& req) {
   scratch_.clear();
   for (size_t i = 0; i < endpoints_.size(); ++i) {
     scratch_.push_back(endpoints_[i]->Snapshot(i, now, stale_after_));
-    pick.used_stale_metrics = pick.used_stale_metrics || !scratch_.back().metrics_fresh;
   }
   auto d = scheduler_->Schedule(req, scratch_);
+  pick.used_stale_metrics = d.stale_candidates > 0;
   if (!d.endpoint) {
     pick.reason = d.reason;
     return pick;
   }
   pick.endpoint = endpoints_[*d.endpoint];
   pick.index = *d.endpoint;
-  pick.endpoint->OnStart(req.prompt_tokens_estimate);
+  double cached = std::min<double>(d.cached_tokens, req.prompt_tokens_estimate);
+  pick.prefill_tokens = req.prompt_tokens_estimate - static_cast<uint32_t>(cached);
+  pick.endpoint->OnStart(req.prompt_tokens_estimate, pick.prefill_tokens);
   return pick;
 }
 

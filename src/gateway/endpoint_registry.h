@@ -40,8 +40,12 @@ class EndpointState {
   const std::map<std::string, std::string>& labels() const { return cfg_.labels; }
   const http::HostPort& target() const { return target_; }
 
-  void OnStart(uint32_t prompt_tokens);
-  void OnFinish(uint32_t prompt_tokens);
+  // A request was sent: `prefill_tokens` of its prompt are expected not to be cached there.
+  void OnStart(uint32_t prompt_tokens, uint32_t prefill_tokens);
+  // Its first token came back: its prefill no longer queues there.
+  void OnFirstToken(uint32_t prefill_tokens);
+  // It ended; `prefilling` if no first token ever came.
+  void OnFinish(uint32_t prompt_tokens, uint32_t prefill_tokens, bool prefilling);
   void RecordTtft(double seconds);
 
   // Reachability: false after a failed connect (by a request or a scrape), true after success.
@@ -59,6 +63,8 @@ class EndpointState {
   uint64_t in_flight_prompt_tokens() const {
     return in_flight_tokens_.load(std::memory_order_relaxed);
   }
+  uint32_t prefilling() const { return prefilling_.load(std::memory_order_relaxed); }
+  uint64_t prefill_tokens() const { return prefill_tokens_.load(std::memory_order_relaxed); }
   double ttft_ewma() const;
 
  private:
@@ -68,6 +74,8 @@ class EndpointState {
   http::HostPort target_;
   std::atomic<uint32_t> in_flight_{0};
   std::atomic<uint64_t> in_flight_tokens_{0};
+  std::atomic<uint32_t> prefilling_{0};
+  std::atomic<uint64_t> prefill_tokens_{0};
   std::atomic<bool> reachable_{true};
   mutable std::mutex mu_;
   double ttft_ewma_ = 0;
@@ -92,11 +100,13 @@ class PoolState {
     EndpointState* endpoint = nullptr;
     size_t index = 0;  // the endpoint's position in the pool
     std::string reason;
-    bool used_stale_metrics = false;  // some candidate's metrics were missing or stale
+    bool used_stale_metrics = false;  // a scorer wanted metrics that were missing or stale
+    uint32_t prefill_tokens = 0;      // the prompt less what the endpoint is expected to hold
   };
   // Snapshots the endpoints and runs the scheduler; the chosen endpoint's in-flight
   // accounting is taken before the lock is released, so concurrent decisions see each other.
-  // Serialised per pool. The caller must call endpoint->OnFinish() when the request ends.
+  // Serialised per pool. The caller must call endpoint->OnFinish() when the request ends
+  // (and OnFirstToken() when its first token comes back).
   Pick Schedule(const RequestInfo& req);
   void OnCompleted(const RequestInfo& req, EndpointState* endpoint, const Completion& c);
   // Ready: at least one endpoint is reachable.

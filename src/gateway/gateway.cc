@@ -342,6 +342,7 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
   const ModelRoute& route = it->second;
   PoolState* pool = route.pool;
   info.pool = pool->config().name;
+  info.now_seconds = std::chrono::duration<double>(start - started_).count();
   PoolState::Pick pick = pool->Schedule(info);
   if (pick.used_stale_metrics && cfg_.scrape.enabled)
     metrics_.stale_metrics->With({info.pool})->Inc();
@@ -361,11 +362,17 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
     // Released on every path, also if the connection's coroutine is torn down mid-request.
     struct InFlight {
       EndpointState* ep;
-      uint32_t tokens;
-      ~InFlight() { ep->OnFinish(tokens); }
-    } in_flight{ep, info.prompt_tokens_estimate};
-    out = co_await Forward(ex, up, proxy_options_, start,
-                           [&] { metrics_.retries->With({ep->url()})->Inc(); });
+      uint32_t tokens, prefill;
+      bool prefilling = true;
+      ~InFlight() { ep->OnFinish(tokens, prefill, prefilling); }
+    } in_flight{ep, info.prompt_tokens_estimate, pick.prefill_tokens};
+    ProxyHooks hooks;
+    hooks.on_retry = [&] { metrics_.retries->With({ep->url()})->Inc(); };
+    hooks.on_first_body = [&] {
+      in_flight.prefilling = false;
+      ep->OnFirstToken(in_flight.prefill);
+    };
+    out = co_await Forward(ex, up, proxy_options_, start, hooks);
   }
 
   if (!out.error.empty()) {

@@ -66,6 +66,7 @@ class Gateway {
   };
   std::unordered_map<std::string, ModelRoute> routes_;
   int64_t created_unix_ = 0;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
   std::vector<std::unique_ptr<http::asio::io_context>> worker_ios_;
   std::vector<std::vector<std::unique_ptr<http::UpstreamPool>>>

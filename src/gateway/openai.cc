@@ -73,6 +73,7 @@ class RequestSax {
   }
   bool number_unsigned(number_unsigned_t v) {
     if (Field* f = TopField()) f->u = v;
+    last_uint_ = v;
     return Scalar(Type::kInt);
   }
   bool number_float(number_float_t, const string_t&) { return Scalar(Type::kFloat); }
@@ -179,6 +180,7 @@ class RequestSax {
           prompt_text_ += *text_;
         } else if (t == Type::kInt || t == Type::kNegativeInt) {
           ++token_ids_;
+          if (t == Type::kInt) prompt_ids_.push_back(static_cast<uint32_t>(last_uint_));
         } else if (t != Type::kArray) {
           PromptBad();
         }
@@ -186,6 +188,7 @@ class RequestSax {
       case Ctx::kPromptTokens:
         if (t == Type::kInt || t == Type::kNegativeInt) {
           ++token_ids_;
+          if (t == Type::kInt) prompt_ids_.push_back(static_cast<uint32_t>(last_uint_));
         } else {
           Fail(&prompt_error_, "'prompt' token arrays must hold integers.", "prompt");
         }
@@ -261,6 +264,8 @@ class RequestSax {
   Error messages_error_, prompt_error_;
   std::string prompt_text_;
   uint32_t token_ids_ = 0;
+  uint64_t last_uint_ = 0;
+  std::vector<uint32_t> prompt_ids_;  // a prompt given as token ids
 };
 
 std::variant<RequestInfo, ApiError> RequestSax::Finish(std::string_view session_header) {
@@ -327,7 +332,17 @@ std::variant<RequestInfo, ApiError> RequestSax::Finish(std::string_view session_
   }
   if (info.api == ApiKind::kChatCompletions) tokenizer::AppendGenerationPrompt(&prompt_text_);
   info.prompt_text = std::move(prompt_text_);
-  // Token-id prompts are counted as given; text gets the tokenizer's count and a BOS.
+  // The prompt as the servers will see it (cache-aware scorers hash these): token-id prompts
+  // as given; text through the servers' tokenizer, after their beginning-of-sequence token.
+  if (info.prompt_text.empty() && token_ids_ > 0) {
+    info.prompt_token_ids = std::move(prompt_ids_);
+  } else {
+    info.prompt_token_ids.reserve(info.prompt_text.size() / 3 + 2);
+    info.prompt_token_ids.push_back(tokenizer::kBosToken);
+    tokenizer::Encode(info.prompt_text, &info.prompt_token_ids);
+    info.prompt_token_ids.insert(info.prompt_token_ids.end(), prompt_ids_.begin(),
+                                 prompt_ids_.end());
+  }
   info.prompt_tokens_estimate =
       (info.prompt_text.empty() && token_ids_ > 0 ? 0 : EstimateTokens(info.prompt_text)) +
       token_ids_;

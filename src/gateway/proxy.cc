@@ -196,7 +196,7 @@ constexpr auto kWatchDelay = std::chrono::milliseconds(50);
 
 awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOptions& options,
                                 std::chrono::steady_clock::time_point start,
-                                const std::function<void()>& on_retry) {
+                                const ProxyHooks& hooks) {
   ProxyOutcome out;
   const StringRequest& req = ex.request();
   std::string up_head = UpstreamHead(req, pool.target());
@@ -274,7 +274,7 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
     if (reused && attempt == 0 && !parser_slot->got_some() && Retryable(ec)) {
       // The server closed an idle keep-alive connection as we reused it: nothing was
       // processed, so resend once on a new connection.
-      if (on_retry) on_retry();
+      if (hooks.on_retry) hooks.on_retry();
       continue;
     }
     if (ec.category() == bhttp::make_error_code(bhttp::error::header_limit).category()) {
@@ -341,6 +341,7 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
   bool upstream_ok = true;
   bool timed_out = false;
   bool last = !has_body;
+  bool first_body = true;
   while (true) {
     size_t n = 0;
     if (!last) {
@@ -387,6 +388,10 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
       co_await SendError(ex, out.status, "the model server's response broke off: " + ec.message(),
                          out.error);
       co_return out;
+    }
+    if ((n > 0 || last) && first_body) {
+      first_body = false;
+      if (hooks.on_first_body) hooks.on_first_body();
     }
     if (n > 0 || (last && !ec) || !head_sent) {
       if (n == 0 && !last && !ec) continue;  // a chunk header only; nothing to send yet

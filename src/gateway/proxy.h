@@ -29,11 +29,18 @@ struct ProxyOutcome {
   int attempts = 0;
 };
 
+// What the caller hears of while a response is relayed (on the client's worker thread).
+struct ProxyHooks {
+  std::function<void()> on_retry;       // a stale pooled connection forced a resend
+  std::function<void()> on_first_body;  // the first body bytes came back: for a stream, the
+                                        // first token (its prefill is done); at most once
+};
+
 // Forwards ex.request() (its body unchanged; hop-by-hop headers replaced) to `pool`'s
-// endpoint. `on_retry` is called when a stale pooled connection forces a resend.
+// endpoint.
 http::awaitable<ProxyOutcome> Forward(http::Exchange& ex, http::UpstreamPool& pool,
                                       const ProxyOptions& options,
                                       std::chrono::steady_clock::time_point start,
-                                      const std::function<void()>& on_retry);
+                                      const ProxyHooks& hooks);
 
 }  // namespace infergrid::gateway

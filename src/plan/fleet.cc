@@ -116,17 +116,6 @@ Result<FleetSpec> LoadFleetFile(const std::string& path) {
   return ParseFleet(text, path);
 }
 
-EndpointCapacity CapacityOf(const engine_model::ServerSetup& s, double price_per_hour) {
-  engine_model::ServerCapacity c = engine_model::EstimateCapacity(s);
-  EndpointCapacity e;
-  e.prefill_tokens_per_s = c.prefill_tokens_per_s;
-  e.decode_tokens_per_s = c.decode_tokens_per_s;
-  e.max_num_seqs = c.max_num_seqs;
-  e.kv_cache_tokens = c.kv_cache_tokens;
-  e.price_per_hour = price_per_hour;
-  return e;
-}
-
 Result<Fleet> BuildFleet(const FleetSpec& spec) {
   Fleet f;
   f.name = spec.name;
@@ -141,7 +130,7 @@ Result<Fleet> BuildFleet(const FleetSpec& spec) {
       s.name = fmt::format("{}-{}", g.name, i);
       s.group = gi;
       s.setup = *setup;
-      s.capacity = CapacityOf(*setup, g.price_per_hour);
+      s.capacity = engine_model::CapacityOf(*setup, g.price_per_hour);
       f.servers.push_back(std::move(s));
     }
     f.block_size = g.options.block_size;

@@ -52,7 +52,4 @@ Result<FleetSpec> LoadFleetFile(const std::string& path);
 // Builds every server; fails if a model does not fit or block sizes differ.
 Result<Fleet> BuildFleet(const FleetSpec& spec);
 
-// The capacity the scheduler sees for a server (the roofline's, plus the price).
-EndpointCapacity CapacityOf(const engine_model::ServerSetup& s, double price_per_hour);
-
 }  // namespace infergrid::plan

@@ -104,7 +104,7 @@ TEST(Config, UnknownFieldNamesFileLineColumnAndPath) {
                   "    replicas: 3\n";
   EXPECT_EQ(ErrorOf(y),
             "bad.yaml:8:5: spec.pools[0].replicas: unknown field 'replicas'; expected one of: "
-            "endpoints, models, "
+            "endpoints, hardware, models, "
             "name, schedulingProfile");
 }
 
@@ -194,7 +194,9 @@ TEST(Config, DefaultProfileIsAddedAndUsed) {
   ASSERT_TRUE(g.ok()) << g.status().message();
   ASSERT_EQ(g->profiles.size(), 1u);
   EXPECT_EQ(g->profiles[0].name, "default");
-  EXPECT_EQ(g->profiles[0].scorers[0].name, "least-load");
+  ASSERT_EQ(g->profiles[0].scorers.size(), 2u);
+  EXPECT_EQ(g->profiles[0].scorers[0].name, "session-affinity");
+  EXPECT_EQ(g->profiles[0].scorers[1].name, "expected-ttft");
   EXPECT_EQ(g->listen_port, 8000);
 }
 
@@ -206,6 +208,51 @@ TEST(Config, FromFlags) {
   EXPECT_FALSE(FromFlags("", {"http://h:1"}, ":8000").ok());
   EXPECT_THAT(FromFlags("m", {"localhost:1"}, ":8000").status().message(),
               HasSubstr("--endpoint 'localhost:1'"));
+}
+
+}  // namespace
+}  // namespace infergrid::config
+
+namespace infergrid::config {
+namespace {
+
+TEST(Config, HardwareResolvesToCapacityFromTheProfiles) {
+  auto g = ParseGateway(std::string(kHead) +
+                            "  pools:\n"
+                            "  - name: a\n"
+                            "    models: [m]\n"
+                            "    hardware: {accelerator: h200, model: llama-3.1-70b, tp: 8, "
+                            "pricePerHour: 28}\n"
+                            "    endpoints:\n"
+                            "    - http://h:1\n"
+                            "    - url: http://h:2\n"
+                            "      hardware: {prefillTokensPerSecond: 5000, kvCacheTokens: 100000}\n",
+                        "x.yaml");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const auto& a = g->pools[0].endpoints[0].capacity;
+  EXPECT_GT(a.prefill_tokens_per_s, 10000);  // 8 x H200 prefill 70B at tens of thousands/s
+  EXPECT_GT(a.kv_cache_tokens, 1000000u);
+  EXPECT_EQ(a.price_per_hour, 28);
+  const auto& b = g->pools[0].endpoints[1].capacity;  // its own figures, no profile
+  EXPECT_EQ(b.prefill_tokens_per_s, 5000);
+  EXPECT_EQ(b.kv_cache_tokens, 100000u);
+}
+
+TEST(Config, HardwareErrorsNameTheField) {
+  auto err = [](const std::string& hw) {
+    auto g = ParseGateway(std::string(kHead) + "  pools:\n  - name: a\n    models: [m]\n" +
+                              "    hardware: " + hw + "\n    endpoints: [\"http://h:1\"]\n",
+                          "bad.yaml");
+    return g.ok() ? std::string() : g.status().message();
+  };
+  EXPECT_THAT(err("{accelerator: h300, model: llama-3.1-8b}"),
+              HasSubstr("bad.yaml:7:29: spec.pools[0].hardware.accelerator: unknown 'h300'"));
+  EXPECT_THAT(err("{accelerator: h200, model: gpt-9}"),
+              HasSubstr("spec.pools[0].hardware.model: unknown profile 'gpt-9'"));
+  EXPECT_THAT(err("{accelerator: h100, model: llama-3.1-70b}"), HasSubstr("does not fit"));
+  EXPECT_THAT(err("{accelerator: h200}"), HasSubstr("give both 'accelerator' and 'model'"));
+  EXPECT_THAT(err("{accelerator: h200, model: llama-3.1-8b, kvCacheDtype: int4}"),
+              HasSubstr("hardware.kvCacheDtype: expected auto, bf16 or fp8"));
 }
 
 }  // namespace

@@ -88,8 +88,21 @@ TEST(Scheduler, RegistryBuildsTheDefaultProfile) {
   auto s = BuiltinRegistry().Build(config::DefaultProfile(), "t", 1);
   ASSERT_TRUE(s.ok()) << s.status().message();
   auto eps = Endpoints(2);
-  eps[0].in_flight = 5;
-  EXPECT_EQ(*(*s)->Schedule(RequestInfo{}, eps).endpoint, 1u);
+  for (auto& e : eps) e.capacity.prefill_tokens_per_s = 10000;
+  // Endpoint 0 has 2 s of prefill queued: a new prompt goes to the idle one.
+  eps[0].in_flight = eps[0].in_flight_prefilling = 5;
+  eps[0].in_flight_prefill_tokens = 20000;
+  RequestInfo r = testutil::Prompt(1, 1000);
+  r.session_key = "s";
+  EXPECT_EQ(*(*s)->Schedule(r, eps).endpoint, 1u);
+  // The session stays on its home although the other endpoint is idle now.
+  std::swap(eps[0].in_flight_prefill_tokens, eps[1].in_flight_prefill_tokens);
+  std::swap(eps[0].in_flight, eps[1].in_flight);
+  std::swap(eps[0].in_flight_prefilling, eps[1].in_flight_prefilling);
+  eps[1].in_flight_prefill_tokens = 5000;  // 0.5 s queued at home: not overloaded
+  r = testutil::Prompt(1, 1200);
+  r.session_key = "s";
+  EXPECT_EQ(*(*s)->Schedule(r, eps).endpoint, 1u);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ RequestInfo Turn(const std::string& session, double now) {
 }
 
 TEST(SessionAffinityScorer, KeepsASessionOnItsHome) {
-  SessionAffinityScorer s(1, 0.9, 1, 600, 100);
+  SessionAffinityScorer s({.overload = 1, .kv_threshold = 0.9, .horizon_s = 1, .ttl_s = 600, .max_sessions = 100});
   auto eps = testutil::Endpoints(3);
   EXPECT_EQ(testutil::ScoreAll(s, Turn("a", 0), eps), (std::vector<double>{0, 0, 0}));  // unknown yet
   s.OnPicked(Turn("a", 0), eps[2]);
@@ -27,7 +27,7 @@ TEST(SessionAffinityScorer, KeepsASessionOnItsHome) {
 }
 
 TEST(SessionAffinityScorer, MovesOnceWhenItsHomeIsOverloadedAndDoesNotFlapBack) {
-  SessionAffinityScorer s(1, 0.9, 1, 600, 100);
+  SessionAffinityScorer s({.overload = 1, .kv_threshold = 0.9, .horizon_s = 1, .ttl_s = 600, .max_sessions = 100});
   auto eps = testutil::Endpoints(2);
   for (auto& e : eps) e.capacity.prefill_tokens_per_s = 10000;
   s.OnPicked(Turn("a", 0), eps[0]);
@@ -41,7 +41,7 @@ TEST(SessionAffinityScorer, MovesOnceWhenItsHomeIsOverloadedAndDoesNotFlapBack) 
 }
 
 TEST(SessionAffinityScorer, LeavesAHomeWhoseKvCacheWouldOverflow) {
-  SessionAffinityScorer s(1, 0.9, 1, 600, 100);
+  SessionAffinityScorer s({.overload = 1, .kv_threshold = 0.9, .horizon_s = 1, .ttl_s = 600, .max_sessions = 100});
   auto eps = testutil::Endpoints(2);
   eps[0].capacity.kv_cache_tokens = 100000;
   s.OnPicked(Turn("a", 0), eps[0]);
@@ -53,7 +53,7 @@ TEST(SessionAffinityScorer, LeavesAHomeWhoseKvCacheWouldOverflow) {
 }
 
 TEST(SessionAffinityScorer, ForgetsIdleSessionsAndBoundsItsMemory) {
-  SessionAffinityScorer s(1, 0.9, 1, /*ttl=*/60, /*max=*/3);
+  SessionAffinityScorer s({.ttl_s = 60, .max_sessions = 3});
   auto eps = testutil::Endpoints(2);
   s.OnPicked(Turn("old", 0), eps[1]);
   EXPECT_EQ(testutil::ScoreAll(s, Turn("old", 61), eps), (std::vector<double>{0, 0}));  // past its TTL
@@ -68,6 +68,36 @@ TEST(SessionAffinityScorer, ValidatesItsParameters) {
   EXPECT_FALSE(SessionAffinityScorer::Create(PluginContext{bad, "f.yaml"}).ok());
   auto ok = testutil::Plugin("session-affinity", {{"ttlSeconds", "30"}, {"maxSessions", "10"}});
   EXPECT_TRUE(SessionAffinityScorer::Create(PluginContext{ok, "f.yaml"}).ok());
+}
+
+}  // namespace
+}  // namespace infergrid::scheduling
+
+namespace infergrid::scheduling {
+namespace {
+
+TEST(SessionAffinityScorer, PlacesNewSessionsWhereActiveContextsLeastCrowdTheKvCache) {
+  SessionAffinityScorer s({.balance_weight = 1, .active_s = 60});
+  auto eps = testutil::Endpoints(3);
+  eps[0].capacity.kv_cache_tokens = 100000;
+  eps[1].capacity.kv_cache_tokens = 100000;
+  eps[2].capacity.kv_cache_tokens = 300000;  // three times the cache
+  RequestInfo a = Turn("a", 0), b = Turn("b", 0);
+  a.prompt_tokens_estimate = b.prompt_tokens_estimate = 30000;
+  s.OnPicked(a, eps[0]);
+  s.OnPicked(b, eps[1]);
+  EXPECT_EQ(s.ActiveTokens(0), 30000);
+  RequestInfo c = Turn("c", 1);
+  c.prompt_tokens_estimate = 10000;
+  auto scores = testutil::ScoreAll(s, c, eps);
+  // Footprints with c: 0.4, 0.4 and 0.033: the large idle cache wins.
+  EXPECT_DOUBLE_EQ(scores[2], 1);
+  EXPECT_NEAR(scores[0], (0.05 + 10000.0 / 300000) / (0.05 + 0.4), 1e-9);
+  EXPECT_DOUBLE_EQ(scores[0], scores[1]);
+  // Sessions idle longer than activeSeconds no longer count.
+  auto later = testutil::ScoreAll(s, Turn("c", 100), eps);
+  EXPECT_DOUBLE_EQ(later[0], later[1]);
+  EXPECT_EQ(s.ActiveTokens(0), 0);
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ set +e
 out=$("$BIN" config validate "$WORK/bad.yaml" 2>&1); rc=$?
 set -e
 [[ $rc -ne 0 ]] || { echo "FAIL: bad config accepted"; exit 1; }
-expected="$WORK/bad.yaml:9:7: spec.pools[0].endpoints[0].weight: unknown field 'weight'; expected one of: labels, url"
+expected="$WORK/bad.yaml:9:7: spec.pools[0].endpoints[0].weight: unknown field 'weight'; expected one of: hardware, labels, url"
 [[ "$out" == "$expected" ]] || { echo "FAIL: got '$out'"; echo "wanted '$expected'"; exit 1; }
 
 # The gateway refuses to start on the same file, with the same message.

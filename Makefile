@@ -1,5 +1,5 @@
 # The README's two commands: `make demo` and `make test`. Each installs what is missing first.
-.PHONY: deps build test test-asan demo bench bench-sim clean
+.PHONY: deps build test test-asan demo bench bench-sim bench-scheduler clean
 
 JOBS ?= $(shell nproc)
 
@@ -28,6 +28,9 @@ bench: build
 
 bench-sim: build
 	bench/sim-capacity/run.sh
+
+bench-scheduler: build
+	build/release/scheduler_bench --benchmark_min_time=2
 
 clean:
 	rm -rf build

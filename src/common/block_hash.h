@@ -14,6 +14,7 @@ namespace infergrid {
 using BlockHash = uint64_t;
 
 // The hash of a full block given its parent's hash (0 for the first block); never 0.
+// XXH3-64 of the token ids as little-endian 32-bit integers, seeded with the parent's hash.
 BlockHash HashBlock(BlockHash parent, std::span<const uint32_t> tokens);
 
 // The chained hashes of every full block of `tokens` (a partial last block has none).

@@ -50,6 +50,8 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
         ModelRoute r;
         r.pool = ps;
         r.ttft = g->metrics_.ttft->With({pool_cfg.name, name});
+        r.prompt_tokens = g->metrics_.prompt_tokens->With({pool_cfg.name});
+        r.cached_tokens = g->metrics_.cached_tokens->With({pool_cfg.name});
         r.e2e = g->metrics_.e2e->With({pool_cfg.name, name});
         for (const auto* e : ps->endpoints()) {
           r.decisions.push_back(
@@ -79,6 +81,17 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
                                 {"pool", "endpoint"}, per_endpoint([](const EndpointState& e) {
                                   return static_cast<double>(e.in_flight_prompt_tokens());
                                 }));
+  g->registry_.AddGaugeCallback(
+      "infergrid_endpoint_prefilling_requests",
+      "Requests sent to the endpoint that have no first token back yet.", {"pool", "endpoint"},
+      per_endpoint([](const EndpointState& e) { return static_cast<double>(e.prefilling()); }));
+  g->registry_.AddGaugeCallback(
+      "infergrid_endpoint_queued_prefill_tokens",
+      "Prompt tokens the endpoint still has to prefill for the gateway's requests (each "
+      "request's prompt less what the prefix index expected cached there).",
+      {"pool", "endpoint"}, per_endpoint([](const EndpointState& e) {
+        return static_cast<double>(e.prefill_tokens());
+      }));
   g->registry_.AddGaugeCallback(
       "infergrid_endpoint_ttft_ewma_seconds",
       "Recent time to first byte through the endpoint (exponentially weighted mean).",
@@ -355,6 +368,8 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
   }
   EndpointState* ep = pick.endpoint;
   route.decisions[pick.index]->Inc();
+  route.prompt_tokens->Inc(info.prompt_tokens_estimate);
+  route.cached_tokens->Inc(info.prompt_tokens_estimate - pick.prefill_tokens);
 
   UpstreamPool& up = *upstreams_[ex.worker()][ep->id()];
   ProxyOutcome out;

@@ -61,6 +61,8 @@ class Gateway {
     PoolState* pool = nullptr;
     metrics::Histogram* ttft = nullptr;
     metrics::Histogram* e2e = nullptr;
+    metrics::Counter* prompt_tokens = nullptr;
+    metrics::Counter* cached_tokens = nullptr;
     std::vector<metrics::Counter*> decisions;  // per endpoint index
     std::vector<metrics::Counter*> ok;         // per endpoint index: code 200
   };

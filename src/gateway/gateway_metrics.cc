@@ -52,6 +52,14 @@ GatewayMetrics::GatewayMetrics(metrics::Registry* r)
           "infergrid_upstream_retries_total",
           "Requests resent on a fresh connection because a pooled keep-alive connection had "
           "been closed by the server before any response byte.",
-          {"endpoint"})) {}
+          {"endpoint"})),
+      prompt_tokens(r->AddCounter("infergrid_routing_prompt_tokens_total",
+                                  "Prompt tokens of the requests routed, by pool.", {"pool"})),
+      cached_tokens(r->AddCounter(
+          "infergrid_routing_cached_prompt_tokens_total",
+          "Of the prompt tokens routed, those the gateway's prefix index expected the chosen "
+          "endpoint to hold in its KV cache, by pool (the estimated prefix cache hit rate is "
+          "this over infergrid_routing_prompt_tokens_total).",
+          {"pool"})) {}
 
 }  // namespace infergrid::gateway

@@ -20,6 +20,8 @@ struct GatewayMetrics {
   metrics::CounterFamily* scrapes;             // endpoint
   metrics::CounterFamily* scrape_failures;     // endpoint, reason
   metrics::CounterFamily* retries;             // endpoint, reason: stale keep-alive retried
+  metrics::CounterFamily* prompt_tokens;       // pool: prompt tokens routed
+  metrics::CounterFamily* cached_tokens;       // pool: of those, estimated cached where sent
 };
 
 // Latency buckets in seconds, from 5 ms to 2 minutes.

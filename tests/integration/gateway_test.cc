@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -413,7 +414,10 @@ TEST_F(GatewayTest, UnreachableEndpointIs502AndIsAvoidedAfterwards) {
 }
 
 TEST_F(GatewayTest, LeastLoadSpreadsConcurrentRequestsEvenly) {
-  Start(2);
+  Start(2,
+        "  schedulingProfiles:\n  - name: ll\n    scorers: [{name: least-load}]\n"
+        "    picker: {name: max-score}\n",
+        "    schedulingProfile: ll\n");
   std::vector<std::future<int>> done;
   for (int i = 0; i < 8; ++i) {
     done.push_back(std::async(std::launch::async, [&] {
@@ -466,6 +470,99 @@ TEST_F(GatewayTest, ConcurrentMixedTrafficLosesNothing) {
                     "\"}") == 0;
     }));
   }
+}
+
+// A long system prompt and a conversation behind it, as a coding agent sends them.
+std::string Conversation(int topic, int turns, const std::string& extra = "") {
+  std::string system;
+  for (int i = 0; i < 600; ++i) system += "rule" + std::to_string(topic * 1000 + i) + " ";
+  json messages = json::array({{{"role", "system"}, {"content", system}}});
+  for (int t = 0; t < turns; ++t) {
+    messages.push_back({{"role", "user"}, {"content", "step " + std::to_string(t) + " please"}});
+    if (t + 1 < turns) messages.push_back({{"role", "assistant"}, {"content", "done " + std::to_string(t)}});
+  }
+  json body = {{"model", "test-model"}, {"messages", messages}, {"max_tokens", 2}};
+  if (!extra.empty()) body.update(json::parse(extra));
+  return body.dump();
+}
+
+size_t ServedBy(const std::vector<std::unique_ptr<FakeVllm>>& fakes, std::vector<uint64_t>* seen) {
+  size_t which = SIZE_MAX;
+  for (size_t i = 0; i < fakes.size(); ++i) {
+    uint64_t n = fakes[i]->stats().requests;
+    if (n != (*seen)[i]) which = i;
+    (*seen)[i] = n;
+  }
+  return which;
+}
+
+TEST_F(GatewayTest, TheDefaultProfileKeepsAConversationWhereItsPrefixIsCached) {
+  Start(4);
+  std::vector<uint64_t> seen(4, 0);
+  ASSERT_EQ(PostJson(port_, "/v1/chat/completions", Conversation(1, 1)).status, 200);
+  size_t home = ServedBy(fakes_, &seen);
+  ASSERT_NE(home, SIZE_MAX);
+  // Its later turns (no session key at all) follow the cached prefix.
+  for (int t = 2; t <= 8; ++t) {
+    ASSERT_EQ(PostJson(port_, "/v1/chat/completions", Conversation(1, t)).status, 200);
+    EXPECT_EQ(ServedBy(fakes_, &seen), home) << "turn " << t;
+  }
+  // The gateway expected most of those prompts cached where it sent them.
+  double prompt = Metric("infergrid_routing_prompt_tokens_total{pool=\"main\"}");
+  double cached = Metric("infergrid_routing_cached_prompt_tokens_total{pool=\"main\"}");
+  EXPECT_GT(cached, 0.8 * prompt * 7 / 8);
+  // Unrelated conversations are not all sent to the same place.
+  std::set<size_t> others;
+  for (int topic = 2; topic < 14; ++topic) {
+    ASSERT_EQ(PostJson(port_, "/v1/chat/completions", Conversation(topic, 1)).status, 200);
+    others.insert(ServedBy(fakes_, &seen));
+  }
+  EXPECT_GE(others.size(), 2u);
+}
+
+TEST_F(GatewayTest, SessionKeysPinConversationsAndNewSessionsSpread) {
+  Start(4);
+  std::vector<uint64_t> seen(4, 0);
+  // Four agents, each by a different kind of key, and prompts that share nothing.
+  std::vector<std::pair<std::map<std::string, std::string>, std::string>> agents = {
+      {{{"x-session-id", "agent-a"}}, ""},
+      {{}, R"({"prompt_cache_key":"agent-b"})"},
+      {{}, R"({"user":"agent-c"})"},
+      {{{"x-session-id", "agent-d"}}, R"({"user":"someone-else"})"},
+  };
+  std::vector<size_t> home(agents.size());
+  for (size_t a = 0; a < agents.size(); ++a) {
+    ASSERT_EQ(PostJson(port_, "/v1/chat/completions", Conversation(100 + a, 1, agents[a].second),
+                       agents[a].first)
+                  .status,
+              200);
+    home[a] = ServedBy(fakes_, &seen);
+  }
+  // New sessions are placed where the fewest sessions live: one each.
+  EXPECT_EQ(std::set<size_t>(home.begin(), home.end()).size(), 4u);
+  for (int round = 0; round < 3; ++round) {
+    for (size_t a = 0; a < agents.size(); ++a) {
+      // A prompt unrelated to the last: only the session key ties it to its home.
+      ASSERT_EQ(PostJson(port_, "/v1/chat/completions",
+                         Conversation(200 + round * 10 + a, 1, agents[a].second), agents[a].first)
+                    .status,
+                200);
+      EXPECT_EQ(ServedBy(fakes_, &seen), home[a]) << "agent " << a << " round " << round;
+    }
+  }
+}
+
+TEST_F(GatewayTest, QueuedPrefillIsAccountedUntilTheFirstToken) {
+  Start(1);
+  std::string body = Conversation(1, 1, R"({"stream":true})");
+  auto pending = std::async(std::launch::async, [&] {
+    return PostJson(port_, "/v1/chat/completions", body, {{"x-fake-delay-ms", "800"}}).status;
+  });
+  std::string gauge =
+      "infergrid_endpoint_queued_prefill_tokens{pool=\"main\",endpoint=\"" + fakes_[0]->url() + "\"}";
+  EXPECT_TRUE(WaitFor([&] { return Metric(gauge) > 500; }));  // the whole prompt: nothing cached
+  EXPECT_EQ(pending.get(), 200);
+  EXPECT_TRUE(WaitFor([&] { return Metric(gauge) == 0; }));
 }
 
 TEST_F(GatewayTest, RoundRobinProfileAlternates) {

@@ -43,20 +43,20 @@ std::string WorkloadSummary(const workload::WorkloadSpec& w) {
 
 std::string ReportTable(const std::vector<PolicyReport>& reports) {
   std::string out = fmt::format(
-      "{:<14} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>6} {:>7} {:>8} {:>6} {:>6} {:>7}\n",
+      "{:<14} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>6} {:>7} {:>8} {:>6} {:>6} {:>6} {:>7}\n",
       "policy", "TTFT50", "TTFT90", "TTFT99", "ITL50", "ITL99", "out/min", "hit%", "preempt",
-      "$/Mtok", "spread", "moves%", "wall_s");
+      "$/Mtok", "spread", "work", "moves%", "wall_s");
   out += fmt::format(
-      "{:<14} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>6} {:>7} {:>8} {:>6} {:>6} {:>7}\n", "",
-      "s", "s", "s", "ms", "ms", "tokens", "", "", "", "", "", "");
+      "{:<14} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>6} {:>7} {:>8} {:>6} {:>6} {:>6} {:>7}\n",
+      "", "s", "s", "s", "ms", "ms", "tokens", "", "", "", "busy", "spread", "", "");
   for (const auto& r : reports) {
     double moves = r.session_turns ? 100.0 * r.session_moves / r.session_turns : 0;
     out += fmt::format(
         "{:<14} {:>7.2f} {:>7.2f} {:>7.2f} {:>7.1f} {:>7.1f} {:>9.0f} {:>6.1f} {:>7} {:>8.2f} "
-        "{:>6.2f} {:>6.1f} {:>7.1f}\n",
+        "{:>6.2f} {:>6.2f} {:>6.1f} {:>7.1f}\n",
         r.policy, r.ttft_p50, r.ttft_p90, r.ttft_p99, r.itl_p50 * 1e3, r.itl_p99 * 1e3,
         r.output_tokens_per_min, r.prefix_hit_rate * 100, r.preemptions,
-        r.cost_per_million_output, r.load_spread, moves, r.wall_s);
+        r.cost_per_million_output, r.load_spread, r.work_spread, moves, r.wall_s);
   }
   for (const auto& r : reports) {
     if (r.unfinished > 0 || r.rejected > 0) {
@@ -92,6 +92,7 @@ std::string ReportJson(const Fleet& fleet, const workload::WorkloadSpec& w,
         {"preemptions", r.preemptions},
         {"cost_per_million_output_tokens", r.cost_per_million_output},
         {"load_spread", r.load_spread},
+        {"work_spread", r.work_spread},
         {"session_turns", r.session_turns},
         {"session_moves", r.session_moves},
         {"decision_us", r.decision_us},

@@ -37,6 +37,7 @@ struct ServerState {
   std::unique_ptr<Engine> engine;
   bool busy = false;
   double busy_in_window = 0;
+  uint64_t tokens_in_window = 0;  // prompt and output tokens computed by steps ending in it
   uint32_t in_flight = 0, prefilling = 0;
   uint64_t prompt_tokens = 0, prefill_tokens = 0;
   double ttft_ewma = 0;
@@ -308,6 +309,7 @@ void Simulation::OnStepEnd(uint32_t s, double t) {
   double lo = std::max(r.start, w_.warmup_s), hi = std::min(r.end, w_.duration_s);
   if (hi > lo) server.busy_in_window += hi - lo;
   const bool window = InWindow(t);
+  if (window) server.tokens_in_window += r.num_tokens;
   for (const auto& tok : r.tokens) {
     const uint32_t slot = server.req_of[tok.request];
     Req& q = reqs_[slot];
@@ -429,7 +431,7 @@ PolicyReport Simulation::Run() {
   r.output_tokens = window_tokens_;
   r.output_tokens_per_min = window_tokens_ / r.window_s * 60;
   uint64_t queries = 0, hits = 0;
-  double busy_max = 0, busy_sum = 0, price = 0;
+  double busy_max = 0, busy_sum = 0, price = 0, work_max = 0, work_sum = 0;
   for (size_t i = 0; i < servers_.size(); ++i) {
     const ServerState& s = servers_[i];
     queries += s.at_end.prefix_cache_queries - s.at_start.prefix_cache_queries;
@@ -437,11 +439,18 @@ PolicyReport Simulation::Run() {
     r.preemptions += s.at_end.preemptions - s.at_start.preemptions;
     busy_max = std::max(busy_max, s.busy_in_window);
     busy_sum += s.busy_in_window;
+    // Work in seconds of this server's prefill rate, so unlike servers compare fairly.
+    double work = double(s.tokens_in_window) /
+                  std::max(1.0, fleet_.servers[i].capacity.prefill_tokens_per_s);
+    work_max = std::max(work_max, work);
+    work_sum += work;
     price += fleet_.servers[i].capacity.price_per_hour;
   }
   r.prefix_hit_rate = queries ? double(hits) / queries : 0;
   double busy_mean = servers_.empty() ? 0 : busy_sum / servers_.size();
   r.load_spread = busy_mean > 0 ? busy_max / busy_mean : 0;
+  double work_mean = servers_.empty() ? 0 : work_sum / servers_.size();
+  r.work_spread = work_mean > 0 ? work_max / work_mean : 0;
   r.cost_per_million_output =
       window_tokens_ ? price * (r.window_s / 3600) / window_tokens_ * 1e6 : 0;
   r.session_turns = session_turns_;

@@ -40,6 +40,7 @@ struct PolicyReport {
   uint64_t preemptions = 0;
   double cost_per_million_output = 0;  // fleet price over the window / output tokens
   double load_spread = 0;              // max over mean of per-server busy time
+  double work_spread = 0;  // ... of per-server tokens computed over its prefill rate
   uint64_t session_turns = 0;          // turns that continued a session
   uint64_t session_moves = 0;          // ... on a different server than its last turn
   double decision_us = 0;              // wall time per routing decision

@@ -13,8 +13,8 @@
 #include "config/config.h"
 #include "gateway/gateway.h"
 #include "plan/plan_main.h"
-#include "sim/sim_main.h"
 #include "scheduling/registry.h"
+#include "sim/sim_main.h"
 
 using namespace infergrid;
 

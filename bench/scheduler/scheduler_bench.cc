@@ -99,9 +99,9 @@ Fixture Build(size_t endpoints, size_t prompt_tokens) {
   auto t0 = std::chrono::steady_clock::now();
   size_t sink = 0;
   for (const auto& r : f.requests) sink += HashBlocks(r.prompt_token_ids, 16).size();
-  f.hash_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0)
-                  .count() /
-              f.requests.size();
+  f.hash_ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+      f.requests.size();
   benchmark::DoNotOptimize(sink);
   return f;
 }
@@ -118,10 +118,13 @@ void Decide(benchmark::State& state, size_t endpoints, size_t prompt_tokens) {
     auto d = f.scheduler->Schedule(r, f.endpoints);
     auto t1 = std::chrono::steady_clock::now();
     benchmark::DoNotOptimize(d);
-    if (ns.size() < (1 << 16)) ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+    if (ns.size() < (1 << 16))
+      ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
   }
   std::sort(ns.begin(), ns.end());
-  auto q = [&](double p) { return ns.empty() ? 0 : ns[std::min(ns.size() - 1, size_t(p * ns.size()))]; };
+  auto q = [&](double p) {
+    return ns.empty() ? 0 : ns[std::min(ns.size() - 1, size_t(p * ns.size()))];
+  };
   state.counters["p50_us"] = q(0.50) / 1e3;
   state.counters["p99_us"] = q(0.99) / 1e3;
   state.counters["hash_us"] = f.hash_ns / 1e3;
@@ -131,7 +134,12 @@ void Decide(benchmark::State& state, size_t endpoints, size_t prompt_tokens) {
 void BM_DecisionByEndpoints(benchmark::State& state) {
   Decide(state, static_cast<size_t>(state.range(0)), 4096);
 }
-BENCHMARK(BM_DecisionByEndpoints)->Arg(8)->Arg(64)->Arg(512)->Arg(4096)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecisionByEndpoints)
+    ->Arg(8)
+    ->Arg(64)
+    ->Arg(512)
+    ->Arg(4096)
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_DecisionByPromptTokens(benchmark::State& state) {
   Decide(state, 64, static_cast<size_t>(state.range(0)));

@@ -123,10 +123,10 @@ Result<Model> ParseModel(const Node& n) {
 Result<Hardware> ParseHardware(const Node& n) {
   Hardware h;
   IG_RETURN_IF_ERROR(n.ExpectMap());
-  IG_RETURN_IF_ERROR(n.CheckKeys({"accelerator", "model", "tp", "dtype", "kvCacheDtype",
-                                  "gpuMemoryUtilization", "blockSize", "maxNumSeqs",
-                                  "maxNumBatchedTokens", "pricePerHour", "prefillTokensPerSecond",
-                                  "decodeTokensPerSecond", "kvCacheTokens"}));
+  IG_RETURN_IF_ERROR(
+      n.CheckKeys({"accelerator", "model", "tp", "dtype", "kvCacheDtype", "gpuMemoryUtilization",
+                   "blockSize", "maxNumSeqs", "maxNumBatchedTokens", "pricePerHour",
+                   "prefillTokensPerSecond", "decodeTokensPerSecond", "kvCacheTokens"}));
   auto str = [&n](const char* key, std::string* out) -> Status {
     if (!n.Has(key)) return Status::Ok();
     IG_ASSIGN_OR_RETURN(*out, n.Get(key).String());
@@ -217,8 +217,7 @@ Result<Pool> ParsePool(const Node& n) {
   p.mark = n.mark();
   p.path = n.path();
   IG_RETURN_IF_ERROR(n.ExpectMap());
-  IG_RETURN_IF_ERROR(
-      n.CheckKeys({"name", "models", "endpoints", "schedulingProfile", "hardware"}));
+  IG_RETURN_IF_ERROR(n.CheckKeys({"name", "models", "endpoints", "schedulingProfile", "hardware"}));
   if (n.Has("hardware")) {
     IG_ASSIGN_OR_RETURN(p.hardware, ParseHardware(n.Get("hardware")));
     p.has_hardware = true;

@@ -43,8 +43,7 @@ void BlockPool::Unlink(BlockId b) {
   --free_count_;
 }
 
-size_t BlockPool::CachedPrefix(std::span<const BlockHash> hashes,
-                               std::vector<BlockId>* ids) const {
+size_t BlockPool::CachedPrefix(std::span<const BlockHash> hashes, std::vector<BlockId>* ids) const {
   if (ids) ids->clear();
   size_t n = 0;
   for (; n < hashes.size(); ++n) {

@@ -119,7 +119,7 @@ bool Engine::TryAdmit(Seq* s, uint32_t budget, uint32_t* chunk) {
   }
   pool_.Acquire(hit_ids);
   s->blocks.assign(hit_ids.begin(), hit_ids.end());
-  s->hit_ids = {};  // admitted: the lookup is done
+  s->hit_ids = {};                    // admitted: the lookup is done
   auto more = pool_.Allocate(fresh);  // cannot fail: checked above
   s->blocks.insert(s->blocks.end(), more->begin(), more->end());
   s->committed = static_cast<uint32_t>(hit);

@@ -40,7 +40,7 @@ struct EngineConfig {
   uint32_t long_prefill_token_threshold = 0;  // 0: a prefill chunk is capped only by the budget
   uint32_t max_model_len = 8192;
   bool enable_prefix_caching = true;
-  bool chunked_prefill = true;  // false: a prompt that does not fit the budget waits
+  bool chunked_prefill = true;   // false: a prompt that does not fit the budget waits
   bool record_kv_events = true;  // false: no KvEvents are built (the planner needs none)
 };
 

@@ -1,5 +1,6 @@
 #include "gateway/gateway.h"
 
+#include <charconv>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
@@ -89,9 +90,8 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
       "infergrid_endpoint_queued_prefill_tokens",
       "Prompt tokens the endpoint still has to prefill for the gateway's requests (each "
       "request's prompt less what the prefix index expected cached there).",
-      {"pool", "endpoint"}, per_endpoint([](const EndpointState& e) {
-        return static_cast<double>(e.prefill_tokens());
-      }));
+      {"pool", "endpoint"},
+      per_endpoint([](const EndpointState& e) { return static_cast<double>(e.prefill_tokens()); }));
   g->registry_.AddGaugeCallback(
       "infergrid_endpoint_ttft_ewma_seconds",
       "Recent time to first byte through the endpoint (exponentially weighted mean).",
@@ -344,6 +344,21 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
     co_return;
   }
   RequestInfo info = std::move(std::get<RequestInfo>(parsed));
+  // An optional time-to-first-token objective for this request (hardware-cost routes to the
+  // cheapest endpoint expected to meet it).
+  if (std::string_view slo = ex.request()["x-ttft-objective-ms"]; !slo.empty()) {
+    double ms = 0;
+    auto [end, ec] = std::from_chars(slo.data(), slo.data() + slo.size(), ms);
+    if (ec != std::errc() || end != slo.data() + slo.size() || !(ms > 0) || ms > 3.6e6) {
+      metrics_.client_errors->With({"invalid_header"})->Inc();
+      co_await RespondError(ex, 400,
+                            "The x-ttft-objective-ms header must be a number of milliseconds "
+                            "from 0 to 3600000.",
+                            "invalid_request_error", "x-ttft-objective-ms", "invalid_header");
+      co_return;
+    }
+    info.ttft_objective_seconds = ms / 1000;
+  }
   auto it = routes_.find(info.model);
   if (it == routes_.end()) {
     metrics_.client_errors->With({"model_not_found"})->Inc();

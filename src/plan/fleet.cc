@@ -11,11 +11,10 @@ namespace {
 
 Status ParseGroup(const config::Node& n, ServerGroup* g) {
   IG_RETURN_IF_ERROR(n.ExpectMap());
-  IG_RETURN_IF_ERROR(n.CheckKeys({"name", "count", "accelerator", "model", "tp", "dtype",
-                                  "kvCacheDtype", "pricePerHour", "maxNumSeqs",
-                                  "maxNumBatchedTokens", "blockSize", "gpuMemoryUtilization",
-                                  "maxModelLen", "longPrefillTokenThreshold",
-                                  "enablePrefixCaching"}));
+  IG_RETURN_IF_ERROR(n.CheckKeys(
+      {"name", "count", "accelerator", "model", "tp", "dtype", "kvCacheDtype", "pricePerHour",
+       "maxNumSeqs", "maxNumBatchedTokens", "blockSize", "gpuMemoryUtilization", "maxModelLen",
+       "longPrefillTokenThreshold", "enablePrefixCaching"}));
   for (const char* key : {"accelerator", "model"}) {
     if (!n.Has(key)) return n.Error(fmt::format("missing required field '{}'", key));
   }
@@ -30,8 +29,8 @@ Status ParseGroup(const config::Node& n, ServerGroup* g) {
   IG_ASSIGN_OR_RETURN(std::string model, n.Get("model").String());
   o.model = engine_model::FindModel(model);
   if (o.model == nullptr) {
-    return n.Get("model").Error(
-        fmt::format("unknown model profile '{}'; expected one of: {}", model, engine_model::ModelNames()));
+    return n.Get("model").Error(fmt::format("unknown model profile '{}'; expected one of: {}",
+                                            model, engine_model::ModelNames()));
   }
   g->name = n.Has("name") ? "" : accel;
   if (n.Has("name")) {
@@ -49,8 +48,8 @@ Status ParseGroup(const config::Node& n, ServerGroup* g) {
   IG_RETURN_IF_ERROR(u32("maxNumBatchedTokens", &o.max_num_batched_tokens, 1, 10000000));
   IG_RETURN_IF_ERROR(u32("blockSize", &o.block_size, 1, 1024));
   IG_RETURN_IF_ERROR(u32("maxModelLen", &o.max_model_len, 2, 100000000));
-  IG_RETURN_IF_ERROR(u32("longPrefillTokenThreshold", &o.long_prefill_token_threshold, 0,
-                         10000000));
+  IG_RETURN_IF_ERROR(
+      u32("longPrefillTokenThreshold", &o.long_prefill_token_threshold, 0, 10000000));
   if (n.Has("dtype")) {
     IG_ASSIGN_OR_RETURN(std::string d, n.Get("dtype").String());
     auto dt = engine_model::ParseDtype(d);
@@ -64,8 +63,7 @@ Status ParseGroup(const config::Node& n, ServerGroup* g) {
     o.kv_bytes = d == "fp8" ? 1 : 2;
   }
   if (n.Has("gpuMemoryUtilization")) {
-    IG_ASSIGN_OR_RETURN(o.gpu_memory_utilization,
-                        n.Get("gpuMemoryUtilization").Double(0.01, 1));
+    IG_ASSIGN_OR_RETURN(o.gpu_memory_utilization, n.Get("gpuMemoryUtilization").Double(0.01, 1));
   }
   if (n.Has("enablePrefixCaching")) {
     IG_ASSIGN_OR_RETURN(o.enable_prefix_caching, n.Get("enablePrefixCaching").Bool());

@@ -55,8 +55,7 @@ void OraclePolicy::OnFirstToken(uint64_t id, size_t) {
   pending_.erase(it);
 }
 
-void OraclePolicy::OnCompleted(uint64_t id, const RequestInfo&, size_t server,
-                               const Completion&) {
+void OraclePolicy::OnCompleted(uint64_t id, const RequestInfo&, size_t server, const Completion&) {
   OnFirstToken(id, server);
 }
 

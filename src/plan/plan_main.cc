@@ -16,8 +16,7 @@ namespace infergrid::plan {
 void AddPlanFlags(CLI::App* c, PlanFlags* f) {
   c->add_option("--fleet", f->fleet, "A Fleet file (servers, accelerators, models, tp)")
       ->required();
-  c->add_option("--workload", f->workload, "A Workload file (clients and their turns)")
-      ->required();
+  c->add_option("--workload", f->workload, "A Workload file (clients and their turns)")->required();
   std::string names;
   for (const auto& n : BuiltinPolicyNames()) names += (names.empty() ? "" : ",") + n;
   c->add_option("--policies", f->policies,

@@ -79,7 +79,8 @@ Result<std::unique_ptr<Policy>> MakePolicy(const std::string& name, const Policy
 uint32_t CachedPrefixBlocks(const engine_model::Engine& e, std::span<const BlockHash> blocks) {
   const auto& pool = e.pool();
   if (blocks.empty() || !pool.Contains(blocks[0])) return 0;
-  size_t last = GallopLastTrue(0, blocks.size(), [&](size_t k) { return pool.Contains(blocks[k]); });
+  size_t last =
+      GallopLastTrue(0, blocks.size(), [&](size_t k) { return pool.Contains(blocks[k]); });
   return static_cast<uint32_t>(last + 1);
 }
 

@@ -47,16 +47,16 @@ std::string ReportTable(const std::vector<PolicyReport>& reports) {
       "policy", "TTFT50", "TTFT90", "TTFT99", "ITL50", "ITL99", "out/min", "hit%", "preempt",
       "$/Mtok", "spread", "work", "moves%", "wall_s");
   out += fmt::format(
-      "{:<14} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>6} {:>7} {:>8} {:>6} {:>6} {:>6} {:>7}\n",
-      "", "s", "s", "s", "ms", "ms", "tokens", "", "", "", "busy", "spread", "", "");
+      "{:<14} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>6} {:>7} {:>8} {:>6} {:>6} {:>6} {:>7}\n", "",
+      "s", "s", "s", "ms", "ms", "tokens", "", "", "", "busy", "spread", "", "");
   for (const auto& r : reports) {
     double moves = r.session_turns ? 100.0 * r.session_moves / r.session_turns : 0;
     out += fmt::format(
         "{:<14} {:>7.2f} {:>7.2f} {:>7.2f} {:>7.1f} {:>7.1f} {:>9.0f} {:>6.1f} {:>7} {:>8.2f} "
         "{:>6.2f} {:>6.2f} {:>6.1f} {:>7.1f}\n",
         r.policy, r.ttft_p50, r.ttft_p90, r.ttft_p99, r.itl_p50 * 1e3, r.itl_p99 * 1e3,
-        r.output_tokens_per_min, r.prefix_hit_rate * 100, r.preemptions,
-        r.cost_per_million_output, r.load_spread, r.work_spread, moves, r.wall_s);
+        r.output_tokens_per_min, r.prefix_hit_rate * 100, r.preemptions, r.cost_per_million_output,
+        r.load_spread, r.work_spread, moves, r.wall_s);
   }
   for (const auto& r : reports) {
     if (r.unfinished > 0 || r.rejected > 0) {
@@ -71,10 +71,8 @@ std::string ReportJson(const Fleet& fleet, const workload::WorkloadSpec& w,
                        const std::vector<PolicyReport>& reports) {
   nlohmann::ordered_json j;
   j["fleet"] = {{"name", fleet.name}, {"servers", fleet.servers.size()}};
-  j["workload"] = {{"name", w.name},
-                   {"seed", w.seed},
-                   {"duration_s", w.duration_s},
-                   {"warmup_s", w.warmup_s}};
+  j["workload"] = {
+      {"name", w.name}, {"seed", w.seed}, {"duration_s", w.duration_s}, {"warmup_s", w.warmup_s}};
   j["policies"] = nlohmann::ordered_json::array();
   for (const auto& r : reports) {
     j["policies"].push_back({
@@ -82,8 +80,8 @@ std::string ReportJson(const Fleet& fleet, const workload::WorkloadSpec& w,
         {"requests", r.requests},
         {"unfinished", r.unfinished},
         {"rejected", r.rejected},
-        {"ttft_s", {{"p50", r.ttft_p50}, {"p90", r.ttft_p90}, {"p99", r.ttft_p99},
-                    {"mean", r.ttft_mean}}},
+        {"ttft_s",
+         {{"p50", r.ttft_p50}, {"p90", r.ttft_p90}, {"p99", r.ttft_p99}, {"mean", r.ttft_mean}}},
         {"itl_s", {{"p50", r.itl_p50}, {"p99", r.itl_p99}}},
         {"e2e_s", {{"p50", r.e2e_p50}, {"p99", r.e2e_p99}}},
         {"output_tokens", r.output_tokens},

@@ -6,8 +6,7 @@ namespace infergrid::plan {
 
 Result<std::unique_ptr<Policy>> SchedulerPolicy::Create(std::string name,
                                                         const config::SchedulingProfile& profile,
-                                                        const std::string& source,
-                                                        uint64_t seed) {
+                                                        const std::string& source, uint64_t seed) {
   IG_ASSIGN_OR_RETURN(auto s, scheduling::BuiltinRegistry().Build(profile, source, seed));
   return std::unique_ptr<Policy>(new SchedulerPolicy(std::move(name), std::move(s)));
 }

@@ -394,7 +394,8 @@ PolicyReport Simulation::Run() {
           s.waiting = static_cast<double>(s.engine->num_waiting());
           s.kv = s.engine->kv_usage();
         }
-        if (e.t < w_.duration_s || in_flight_ > 0) Push(e.t + o_.scrape_interval_s, Kind::kScrape, 0);
+        if (e.t < w_.duration_s || in_flight_ > 0)
+          Push(e.t + o_.scrape_interval_s, Kind::kScrape, 0);
         break;
       case Kind::kWindowStart:
         for (ServerState& s : servers_) s.at_start = s.engine->stats();
@@ -440,8 +441,8 @@ PolicyReport Simulation::Run() {
     busy_max = std::max(busy_max, s.busy_in_window);
     busy_sum += s.busy_in_window;
     // Work in seconds of this server's prefill rate, so unlike servers compare fairly.
-    double work = double(s.tokens_in_window) /
-                  std::max(1.0, fleet_.servers[i].capacity.prefill_tokens_per_s);
+    double work =
+        double(s.tokens_in_window) / std::max(1.0, fleet_.servers[i].capacity.prefill_tokens_per_s);
     work_max = std::max(work_max, work);
     work_sum += work;
     price += fleet_.servers[i].capacity.price_per_hour;

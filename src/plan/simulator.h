@@ -23,7 +23,7 @@ namespace infergrid::plan {
 struct SimOptions {
   double scrape_interval_s = 0.1;  // how fresh the servers' gauges are for the policy
   double drain_limit_s = 600;
-  uint64_t seed = 1;               // the policy's randomness (ties, power of two)
+  uint64_t seed = 1;  // the policy's randomness (ties, power of two)
 };
 
 struct PolicyReport {
@@ -40,7 +40,7 @@ struct PolicyReport {
   uint64_t preemptions = 0;
   double cost_per_million_output = 0;  // fleet price over the window / output tokens
   double load_spread = 0;              // max over mean of per-server busy time
-  double work_spread = 0;  // ... of per-server tokens computed over its prefill rate
+  double work_spread = 0;              // ... of per-server tokens computed over its prefill rate
   uint64_t session_turns = 0;          // turns that continued a session
   uint64_t session_moves = 0;          // ... on a different server than its last turn
   double decision_us = 0;              // wall time per routing decision

@@ -32,14 +32,14 @@ inline double PrefillRate(const EndpointSnapshot& e) {
 
 inline EndpointLoad LoadOf(const EndpointSnapshot& e) {
   double prefill_tokens = static_cast<double>(e.in_flight_prefill_tokens);
-  double decoding = static_cast<double>(e.in_flight - std::min(e.in_flight, e.in_flight_prefilling));
+  double decoding =
+      static_cast<double>(e.in_flight - std::min(e.in_flight, e.in_flight_prefilling));
   if (e.metrics_fresh) {
     // Requests waiting on the server beyond ours still prefilling are someone else's: count
     // them at our average prompt.
     double ours = e.in_flight_prefilling;
     double avg = ours > 0 ? prefill_tokens / ours
-                          : (e.in_flight > 0 ? double(e.in_flight_prompt_tokens) / e.in_flight
-                                             : 0);
+                          : (e.in_flight > 0 ? double(e.in_flight_prompt_tokens) / e.in_flight : 0);
     if (e.num_requests_waiting > ours) prefill_tokens += (e.num_requests_waiting - ours) * avg;
     decoding = std::max(decoding, e.num_requests_running);
   }

@@ -59,10 +59,10 @@ Result<PrefixState*> SharedState::Prefix(const PrefixParams& p) {
     prefix_ = std::make_unique<PrefixState>(p);
   } else if (!(prefix_->params() == p)) {
     const PrefixParams& q = prefix_->params();
-    return Status::Error(fmt::format(
-        "the profile's plugins share one prefix index, already made with blockSize {}, "
-        "indexBlockSize {}, lruCapacityPerServer {}; give the same values",
-        q.block_size, q.index_block_size, q.capacity_entries));
+    return Status::Error(
+        fmt::format("the profile's plugins share one prefix index, already made with blockSize {}, "
+                    "indexBlockSize {}, lruCapacityPerServer {}; give the same values",
+                    q.block_size, q.index_block_size, q.capacity_entries));
   }
   return prefix_.get();
 }

@@ -20,8 +20,9 @@ double Distribution::Sample(std::mt19937_64& rng) const {
     case Kind::kLognormal: {
       // Mean m and cv c: sigma^2 = ln(1 + c^2), mu = ln(m) - sigma^2 / 2.
       double s2 = std::log1p(cv * cv);
-      v = mean > 0 ? std::lognormal_distribution<double>(std::log(mean) - s2 / 2, std::sqrt(s2))(rng)
-                   : 0;
+      v = mean > 0
+              ? std::lognormal_distribution<double>(std::log(mean) - s2 / 2, std::sqrt(s2))(rng)
+              : 0;
       break;
     }
   }
@@ -62,7 +63,8 @@ Result<Distribution> ParseDistribution(const config::Node& n, double lo, double 
   if (kind.empty()) kind = d.cv > 0 ? "lognormal" : "constant";
   if (kind == "uniform") {
     if (!n.Has("min") || !n.Has("max")) return n.Error("a uniform distribution needs min and max");
-    if (n.Has("mean") || n.Has("cv")) return n.Error("a uniform distribution takes only min and max");
+    if (n.Has("mean") || n.Has("cv"))
+      return n.Error("a uniform distribution takes only min and max");
     d.kind = Distribution::Kind::kUniform;
     return d;
   }

@@ -73,14 +73,12 @@ ClientGroup Defaults(ClientKind k) {
 
 Status ParseGroup(const config::Node& n, ClientGroup* out) {
   IG_RETURN_IF_ERROR(n.ExpectMap());
-  IG_RETURN_IF_ERROR(n.CheckKeys({"name", "type", "count", "sessionsPerSecond",
-                                  "systemPromptTokens", "contextTokens", "firstMessageTokens",
-                                  "nextMessageTokens", "outputTokens", "thinkSeconds", "turns",
-                                  "sessionGapSeconds", "maxContextTokens", "repositoryReuse",
-                                  "documents", "zipf"}));
+  IG_RETURN_IF_ERROR(n.CheckKeys(
+      {"name", "type", "count", "sessionsPerSecond", "systemPromptTokens", "contextTokens",
+       "firstMessageTokens", "nextMessageTokens", "outputTokens", "thinkSeconds", "turns",
+       "sessionGapSeconds", "maxContextTokens", "repositoryReuse", "documents", "zipf"}));
   if (!n.Has("type")) {
-    return n.Error(
-        "missing required field 'type' (coding-agent, chat, shared-doc-qa or random)");
+    return n.Error("missing required field 'type' (coding-agent, chat, shared-doc-qa or random)");
   }
   IG_ASSIGN_OR_RETURN(ClientKind kind, ParseKind(n.Get("type")));
   ClientGroup g = Defaults(kind);
@@ -106,13 +104,12 @@ Status ParseGroup(const config::Node& n, ClientGroup* out) {
     Distribution* d;
     double lo, hi;
   };
-  for (const D& d : {D{"contextTokens", &g.context_tokens, 0, kTok},
-                     D{"firstMessageTokens", &g.first_message_tokens, 1, kTok},
-                     D{"nextMessageTokens", &g.next_message_tokens, 0, kTok},
-                     D{"outputTokens", &g.output_tokens, 1, kTok},
-                     D{"thinkSeconds", &g.think_seconds, 0, 1e6},
-                     D{"turns", &g.turns, 1, 1e6},
-                     D{"sessionGapSeconds", &g.session_gap_seconds, 0, 1e6}}) {
+  for (const D& d :
+       {D{"contextTokens", &g.context_tokens, 0, kTok},
+        D{"firstMessageTokens", &g.first_message_tokens, 1, kTok},
+        D{"nextMessageTokens", &g.next_message_tokens, 0, kTok},
+        D{"outputTokens", &g.output_tokens, 1, kTok}, D{"thinkSeconds", &g.think_seconds, 0, 1e6},
+        D{"turns", &g.turns, 1, 1e6}, D{"sessionGapSeconds", &g.session_gap_seconds, 0, 1e6}}) {
     if (!n.Has(d.key)) continue;
     IG_ASSIGN_OR_RETURN(*d.d, ParseDistribution(n.Get(d.key), d.lo, d.hi));
   }
@@ -156,8 +153,7 @@ Result<WorkloadSpec> ParseWorkload(const std::string& yaml_text, const std::stri
   config::DocumentHeader header;
   IG_RETURN_IF_ERROR(config::ParseDocument(
       yaml_text, &w.source, "Workload", &header, [&w](const config::Node& spec) -> Status {
-        IG_RETURN_IF_ERROR(
-            spec.CheckKeys({"seed", "duration", "warmup", "rampUp", "clients"}));
+        IG_RETURN_IF_ERROR(spec.CheckKeys({"seed", "duration", "warmup", "rampUp", "clients"}));
         if (spec.Has("seed")) {
           IG_ASSIGN_OR_RETURN(int64_t s, spec.Get("seed").Int(0, INT64_MAX));
           w.seed = static_cast<uint64_t>(s);
@@ -232,8 +228,7 @@ std::optional<TurnPlan> Client::Next() {
   if (turn_ > 0 && turns_left_ > 0) {
     uint32_t msg = Draw(g.next_message_tokens);
     uint32_t out = std::max(1u, Draw(g.output_tokens));
-    if (g.max_context_tokens == 0 ||
-        context_ + last_output_ + msg + out <= g.max_context_tokens) {
+    if (g.max_context_tokens == 0 || context_ + last_output_ + msg + out <= g.max_context_tokens) {
       context_ += last_output_;
       t.append.push_back({next_role, Seed(sessions_, 1000 + turn_), msg});
       context_ += msg;
@@ -284,8 +279,8 @@ std::optional<TurnPlan> Client::Next() {
       break;
     case ClientKind::kSharedDocQa: {
       double u = std::uniform_real_distribution<double>(0, 1)(rng_);
-      uint32_t doc = static_cast<uint32_t>(
-          std::lower_bound(zipf_cdf_.begin(), zipf_cdf_.end(), u) - zipf_cdf_.begin());
+      uint32_t doc = static_cast<uint32_t>(std::lower_bound(zipf_cdf_.begin(), zipf_cdf_.end(), u) -
+                                           zipf_cdf_.begin());
       doc = std::min<uint32_t>(doc, g.documents - 1);
       uint64_t doc_seed = Mix64(shared ^ Mix64(doc + 1));
       std::mt19937_64 doc_rng(doc_seed);  // a document's length is the document's own

@@ -116,7 +116,7 @@ class Client {
   uint64_t repo_ = 0;  // which repository the agent works in (changes with repositoryReuse < 1)
   uint64_t context_ = 0;
   uint64_t sessions_ = 0;
-  uint32_t turn_ = 0;         // within the session; 0: none started
+  uint32_t turn_ = 0;  // within the session; 0: none started
   uint32_t turns_left_ = 0;
   uint32_t last_output_ = 0;  // the reply the next turn will carry in its history
   bool done_ = false;

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <future>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "fake_vllm.h"
@@ -479,7 +479,8 @@ std::string Conversation(int topic, int turns, const std::string& extra = "") {
   json messages = json::array({{{"role", "system"}, {"content", system}}});
   for (int t = 0; t < turns; ++t) {
     messages.push_back({{"role", "user"}, {"content", "step " + std::to_string(t) + " please"}});
-    if (t + 1 < turns) messages.push_back({{"role", "assistant"}, {"content", "done " + std::to_string(t)}});
+    if (t + 1 < turns)
+      messages.push_back({{"role", "assistant"}, {"content", "done " + std::to_string(t)}});
   }
   json body = {{"model", "test-model"}, {"messages", messages}, {"max_tokens", 2}};
   if (!extra.empty()) body.update(json::parse(extra));
@@ -558,11 +559,51 @@ TEST_F(GatewayTest, QueuedPrefillIsAccountedUntilTheFirstToken) {
   auto pending = std::async(std::launch::async, [&] {
     return PostJson(port_, "/v1/chat/completions", body, {{"x-fake-delay-ms", "800"}}).status;
   });
-  std::string gauge =
-      "infergrid_endpoint_queued_prefill_tokens{pool=\"main\",endpoint=\"" + fakes_[0]->url() + "\"}";
+  std::string gauge = "infergrid_endpoint_queued_prefill_tokens{pool=\"main\",endpoint=\"" +
+                      fakes_[0]->url() + "\"}";
   EXPECT_TRUE(WaitFor([&] { return Metric(gauge) > 500; }));  // the whole prompt: nothing cached
   EXPECT_EQ(pending.get(), 200);
   EXPECT_TRUE(WaitFor([&] { return Metric(gauge) == 0; }));
+}
+
+TEST_F(GatewayTest, HardwareCostSendsToTheCheapestThatMeetsTheRequestsObjective) {
+  std::vector<std::unique_ptr<FakeVllm>> fakes;
+  std::vector<std::string> eps;
+  for (double price : {10.0, 2.0}) {  // the same hardware; the second costs a fifth
+    fakes.push_back(std::make_unique<FakeVllm>(FakeVllmOptions{}));
+    ASSERT_TRUE(fakes.back()->Start().ok());
+    eps.push_back("{url: " + fakes.back()->url() +
+                  ", hardware: {prefillTokensPerSecond: 1000, decodeTokensPerSecond: 1000, "
+                  "pricePerHour: " +
+                  std::to_string(price) + "}}");
+  }
+  Start(0,
+        "  schedulingProfiles:\n  - name: cost\n    scorers: [{name: hardware-cost}]\n"
+        "    picker: {name: max-score}\n",
+        "    schedulingProfile: cost\n", eps);
+  for (auto& f : fakes) fakes_.push_back(std::move(f));
+  ASSERT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
+  EXPECT_EQ(fakes_[1]->stats().requests, 1u);  // the cheaper one
+  // Queue about 0.6 s of prefill on the cheap one (a 600-token prompt at 1,000 tokens/s).
+  auto busy = std::async(std::launch::async, [&] {
+    return PostJson(port_, "/v1/chat/completions", Conversation(1, 1, R"({"stream":true})"),
+                    {{"x-fake-delay-ms", "1500"}})
+        .status;
+  });
+  ASSERT_TRUE(WaitFor([&] { return fakes_[1]->stats().requests == 2; }));
+  // A request that must see its first token within 500 ms goes to the dearer one...
+  ASSERT_EQ(PostJson(port_, "/v1/chat/completions", kChat, {{"x-ttft-objective-ms", "500"}}).status,
+            200);
+  EXPECT_EQ(fakes_[0]->stats().requests, 1u);
+  // ...one that can wait still goes to the cheap one.
+  ASSERT_EQ(
+      PostJson(port_, "/v1/chat/completions", kChat, {{"x-ttft-objective-ms", "60000"}}).status,
+      200);
+  EXPECT_EQ(fakes_[1]->stats().requests, 3u);
+  EXPECT_EQ(busy.get(), 200);
+  auto bad = PostJson(port_, "/v1/chat/completions", kChat, {{"x-ttft-objective-ms", "soon"}});
+  ExpectOpenAiError(bad, 400, "invalid_header");
+  EXPECT_EQ(TotalRequestsAtFakes(), 4u);  // the bad one never left the gateway
 }
 
 TEST_F(GatewayTest, RoundRobinProfileAlternates) {

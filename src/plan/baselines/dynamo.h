@@ -34,7 +34,7 @@ class DynamoPolicy : public Policy {
  private:
   static constexpr uint32_t kStride = 16;
   struct Worker {
-    double prefill_tokens = 0;                     // of requests with no first token yet
+    double prefill_tokens = 0;                       // of requests with no first token yet
     std::unordered_map<BlockHash, uint32_t> active;  // sampled block -> in-flight requests
   };
   struct InFlight {

@@ -167,8 +167,14 @@ uint32_t PrefixIndex::Holders(BlockHash block) const { return CountAt(block); }
 void PrefixIndex::Unlink(uint32_t id) {
   Node& n = nodes_[id];
   EndpointLru& e = endpoints_[n.endpoint];
-  if (n.prev != kNil) nodes_[n.prev].next = n.next; else e.head = n.next;
-  if (n.next != kNil) nodes_[n.next].prev = n.prev; else e.tail = n.prev;
+  if (n.prev != kNil)
+    nodes_[n.prev].next = n.next;
+  else
+    e.head = n.next;
+  if (n.next != kNil)
+    nodes_[n.next].prev = n.prev;
+  else
+    e.tail = n.prev;
   n.prev = n.next = kNil;
 }
 
@@ -177,7 +183,10 @@ void PrefixIndex::PushFront(uint32_t id) {
   EndpointLru& e = endpoints_[n.endpoint];
   n.prev = kNil;
   n.next = e.head;
-  if (e.head != kNil) nodes_[e.head].prev = id; else e.tail = id;
+  if (e.head != kNil)
+    nodes_[e.head].prev = id;
+  else
+    e.tail = id;
   e.head = id;
 }
 
@@ -231,7 +240,6 @@ void PrefixIndex::Clear(size_t endpoint) {
 
 // --- matching -------------------------------------------------------------------------------
 
-
 void PrefixIndex::Match(std::span<const BlockHash> blocks,
                         std::vector<std::pair<uint32_t, uint32_t>>* out) {
   const size_t n = blocks.size();
@@ -281,7 +289,7 @@ uint32_t PrefixIndex::MatchOne(size_t endpoint, std::span<const BlockHash> block
   const uint32_t ep = static_cast<uint32_t>(endpoint);
   if (blocks.empty() || FindPair(blocks[0], ep) == SIZE_MAX) return 0;
   size_t j = GallopLastTrue(0, blocks.size(),
-                      [&](size_t k) { return FindPair(blocks[k], ep) != SIZE_MAX; });
+                            [&](size_t k) { return FindPair(blocks[k], ep) != SIZE_MAX; });
   return static_cast<uint32_t>(j + 1);
 }
 
@@ -297,9 +305,9 @@ size_t PrefixIndex::MemoryBound() const {
   // Tables never shrink, so the bound is by the largest total capacity there has been.
   size_t cap = peak_capacity_sum_;
   // Fixed: the tables' first slots and per-endpoint state (LRU heads, marks, scratch).
-  size_t fixed = 2 * kMinSlots * 2 * sizeof(uint32_t) + 16 * sizeof(Node) +
-                 endpoints_.capacity() * (sizeof(EndpointLru) + sizeof(uint64_t) +
-                                          4 * sizeof(uint32_t));
+  size_t fixed =
+      2 * kMinSlots * 2 * sizeof(uint32_t) + 16 * sizeof(Node) +
+      endpoints_.capacity() * (sizeof(EndpointLru) + sizeof(uint64_t) + 4 * sizeof(uint32_t));
   return cap * kMaxBytesPerEntry + fixed;
 }
 

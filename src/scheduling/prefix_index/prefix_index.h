@@ -100,10 +100,10 @@ class PrefixIndex {
   std::vector<EndpointLru> endpoints_;
   std::vector<Node> nodes_;
   std::vector<uint32_t> free_nodes_;
-  std::vector<uint32_t> pair_slots_;    // (hash, endpoint) -> node
+  std::vector<uint32_t> pair_slots_;  // (hash, endpoint) -> node
   size_t pair_size_ = 0;
-  std::vector<uint32_t> hash_slots_;    // hash -> first node of its holder list
-  std::vector<uint32_t> hash_counts_;   // holders per slot of hash_slots_
+  std::vector<uint32_t> hash_slots_;   // hash -> first node of its holder list
+  std::vector<uint32_t> hash_counts_;  // holders per slot of hash_slots_
   size_t hash_size_ = 0;
   // Match()'s scratch.
   std::vector<uint32_t> cur_, next_;

@@ -139,7 +139,7 @@ TEST(PrefixIndex, PropertyNeverExceedsItsMemoryBoundAndMatchesAPlainLru) {
     for (int step = 0; step < 3000; ++step) {
       auto& c = convs[rng() % convs.size()];
       if (rng() % 3 == 0) c = Chain(rng(), 1 + rng() % 30, c);  // the conversation grows
-      if (rng() % 50 == 0) c = Chain(rng(), 1 + rng() % 60);     // a new one
+      if (rng() % 50 == 0) c = Chain(rng(), 1 + rng() % 60);    // a new one
       size_t e = rng() % endpoints;
       idx.Insert(e, c);
       ref.Insert(e, c);

@@ -217,17 +217,18 @@ namespace infergrid::config {
 namespace {
 
 TEST(Config, HardwareResolvesToCapacityFromTheProfiles) {
-  auto g = ParseGateway(std::string(kHead) +
-                            "  pools:\n"
-                            "  - name: a\n"
-                            "    models: [m]\n"
-                            "    hardware: {accelerator: h200, model: llama-3.1-70b, tp: 8, "
-                            "pricePerHour: 28}\n"
-                            "    endpoints:\n"
-                            "    - http://h:1\n"
-                            "    - url: http://h:2\n"
-                            "      hardware: {prefillTokensPerSecond: 5000, kvCacheTokens: 100000}\n",
-                        "x.yaml");
+  auto g =
+      ParseGateway(std::string(kHead) +
+                       "  pools:\n"
+                       "  - name: a\n"
+                       "    models: [m]\n"
+                       "    hardware: {accelerator: h200, model: llama-3.1-70b, tp: 8, "
+                       "pricePerHour: 28}\n"
+                       "    endpoints:\n"
+                       "    - http://h:1\n"
+                       "    - url: http://h:2\n"
+                       "      hardware: {prefillTokensPerSecond: 5000, kvCacheTokens: 100000}\n",
+                   "x.yaml");
   ASSERT_TRUE(g.ok()) << g.status().message();
   const auto& a = g->pools[0].endpoints[0].capacity;
   EXPECT_GT(a.prefill_tokens_per_s, 10000);  // 8 x H200 prefill 70B at tens of thousands/s

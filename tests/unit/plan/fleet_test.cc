@@ -50,7 +50,8 @@ TEST(Fleet, BadGroupsSayWhereAndWhat) {
   EXPECT_THAT(ErrorOf("  - {accelerator: h100, model: llama-3.1-8b}\n"
                       "  - {accelerator: h100, model: llama-3.1-8b}\n"),
               HasSubstr("duplicate group name 'h100'"));
-  EXPECT_THAT(ErrorOf("  - {model: llama-3.1-8b}\n"), HasSubstr("missing required field 'accelerator'"));
+  EXPECT_THAT(ErrorOf("  - {model: llama-3.1-8b}\n"),
+              HasSubstr("missing required field 'accelerator'"));
 }
 
 }  // namespace

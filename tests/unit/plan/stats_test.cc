@@ -7,8 +7,8 @@ namespace {
 
 TEST(Stats, PercentilesByNearestRank) {
   std::vector<double> v = {5, 1, 4, 2, 3, 10, 9, 8, 7, 6};
-  EXPECT_DOUBLE_EQ(Percentile(&v, 0.5), 5);   // rank 5 of 10
-  EXPECT_DOUBLE_EQ(Percentile(&v, 0.9), 9);   // rank 9
+  EXPECT_DOUBLE_EQ(Percentile(&v, 0.5), 5);    // rank 5 of 10
+  EXPECT_DOUBLE_EQ(Percentile(&v, 0.9), 9);    // rank 9
   EXPECT_DOUBLE_EQ(Percentile(&v, 0.99), 10);  // rank ceil(9.9) = 10
   EXPECT_DOUBLE_EQ(Percentile(&v, 0.05), 1);
   std::vector<double> none;

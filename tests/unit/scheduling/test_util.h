@@ -36,7 +36,8 @@ inline config::PluginConfig Plugin(const std::string& name,
 // A prompt of `n` consecutive token ids from `first_token`.
 inline RequestInfo Prompt(uint32_t first_token, size_t n) {
   RequestInfo r;
-  for (size_t i = 0; i < n; ++i) r.prompt_token_ids.push_back(first_token + static_cast<uint32_t>(i));
+  for (size_t i = 0; i < n; ++i)
+    r.prompt_token_ids.push_back(first_token + static_cast<uint32_t>(i));
   r.prompt_tokens_estimate = static_cast<uint32_t>(n);
   return r;
 }

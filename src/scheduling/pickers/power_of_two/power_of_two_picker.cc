@@ -10,8 +10,7 @@ Result<std::unique_ptr<Picker>> PowerOfTwoPicker::Create(const PluginContext& ct
 }
 
 std::optional<size_t> PowerOfTwoPicker::Pick(std::span<const size_t> candidates,
-                                             std::span<const double> scores,
-                                             std::mt19937_64& rng) {
+                                             std::span<const double> scores, std::mt19937_64& rng) {
   if (candidates.empty()) return std::nullopt;
   if (candidates.size() == 1) return 0;
   std::uniform_int_distribution<size_t> first(0, candidates.size() - 1);

@@ -19,8 +19,7 @@ Result<std::unique_ptr<Scorer>> ExpectedTtftScorer::Create(const PluginContext& 
   IG_ASSIGN_OR_RETURN(PrefixParams p, ctx.PrefixParameters());
   std::unique_ptr<PrefixState> own;
   IG_ASSIGN_OR_RETURN(PrefixState * state, ctx.Prefix(p, &own));
-  return std::unique_ptr<Scorer>(
-      new ExpectedTtftScorer(o, own ? nullptr : state, std::move(own)));
+  return std::unique_ptr<Scorer>(new ExpectedTtftScorer(o, own ? nullptr : state, std::move(own)));
 }
 
 double ExpectedTtftScorer::ExpectedTtft(const RequestInfo& req, const EndpointSnapshot& e,

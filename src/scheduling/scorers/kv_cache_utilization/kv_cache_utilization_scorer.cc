@@ -19,8 +19,7 @@ double KvCacheUtilizationScorer::Usage(const EndpointSnapshot& e) {
 
 void KvCacheUtilizationScorer::Score(const RequestInfo&,
                                      std::span<const EndpointSnapshot> endpoints,
-                                     std::span<const size_t> candidates,
-                                     std::span<double> scores) {
+                                     std::span<const size_t> candidates, std::span<double> scores) {
   for (size_t i = 0; i < candidates.size(); ++i) scores[i] = 1.0 - Usage(endpoints[candidates[i]]);
 }
 

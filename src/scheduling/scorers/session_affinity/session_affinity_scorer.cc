@@ -9,9 +9,9 @@
 namespace infergrid::scheduling {
 
 Result<std::unique_ptr<Scorer>> SessionAffinityScorer::Create(const PluginContext& ctx) {
-  IG_RETURN_IF_ERROR(ctx.CheckParams({"overloadThreshold", "kvUsageThreshold",
-                                      "prefillHorizonSeconds", "balanceWeight", "activeSeconds",
-                                      "ttlSeconds", "maxSessions"}));
+  IG_RETURN_IF_ERROR(
+      ctx.CheckParams({"overloadThreshold", "kvUsageThreshold", "prefillHorizonSeconds",
+                       "balanceWeight", "activeSeconds", "ttlSeconds", "maxSessions"}));
   Options o;
   IG_ASSIGN_OR_RETURN(o.overload, ctx.Number("overloadThreshold", 1, 0, 1e6));
   IG_ASSIGN_OR_RETURN(o.kv_threshold, ctx.Number("kvUsageThreshold", 0.9, 0, 1));
@@ -56,8 +56,7 @@ void SessionAffinityScorer::Count(const Entry& e, double sign) {
 
 void SessionAffinityScorer::Balance(const RequestInfo& req,
                                     std::span<const EndpointSnapshot> endpoints,
-                                    std::span<const size_t> candidates,
-                                    std::span<double> scores) {
+                                    std::span<const size_t> candidates, std::span<double> scores) {
   if (active_.size() < endpoints.size()) {
     active_.resize(endpoints.size(), 0);
     active_tokens_.resize(endpoints.size(), 0);
@@ -136,9 +135,8 @@ void SessionAffinityScorer::OnPicked(const RequestInfo& req, const EndpointSnaps
                                Entry{chosen.index, req.now_seconds, tokens, true, lru_.begin()});
   Count(ins.first->second, +1);
   // Forget the least recently seen beyond the bound, and any idle past the TTL.
-  while (!lru_.empty() &&
-         (sessions_.size() > o_.max_sessions ||
-          req.now_seconds - sessions_.at(lru_.back()).last_seen > o_.ttl_s)) {
+  while (!lru_.empty() && (sessions_.size() > o_.max_sessions ||
+                           req.now_seconds - sessions_.at(lru_.back()).last_seen > o_.ttl_s)) {
     auto old = sessions_.find(lru_.back());
     if (old->second.active) Count(old->second, -1);
     sessions_.erase(old);

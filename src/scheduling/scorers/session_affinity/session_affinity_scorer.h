@@ -87,7 +87,7 @@ class SessionAffinityScorer : public Scorer {
 
   Options o_;
   std::unordered_map<std::string, Entry> sessions_;
-  std::list<std::string> lru_;  // front: most recent
+  std::list<std::string> lru_;                  // front: most recent
   std::vector<double> active_, active_tokens_;  // per endpoint
   double counted_at_ = -1e300;
   uint64_t moves_ = 0;

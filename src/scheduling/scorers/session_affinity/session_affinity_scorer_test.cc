@@ -17,17 +17,21 @@ RequestInfo Turn(const std::string& session, double now) {
 }
 
 TEST(SessionAffinityScorer, KeepsASessionOnItsHome) {
-  SessionAffinityScorer s({.overload = 1, .kv_threshold = 0.9, .horizon_s = 1, .ttl_s = 600, .max_sessions = 100});
+  SessionAffinityScorer s(
+      {.overload = 1, .kv_threshold = 0.9, .horizon_s = 1, .ttl_s = 600, .max_sessions = 100});
   auto eps = testutil::Endpoints(3);
-  EXPECT_EQ(testutil::ScoreAll(s, Turn("a", 0), eps), (std::vector<double>{0, 0, 0}));  // unknown yet
+  EXPECT_EQ(testutil::ScoreAll(s, Turn("a", 0), eps),
+            (std::vector<double>{0, 0, 0}));  // unknown yet
   s.OnPicked(Turn("a", 0), eps[2]);
   EXPECT_EQ(testutil::ScoreAll(s, Turn("a", 1), eps), (std::vector<double>{0, 0, 1}));
   EXPECT_EQ(testutil::ScoreAll(s, Turn("b", 1), eps), (std::vector<double>{0, 0, 0}));
-  EXPECT_EQ(testutil::ScoreAll(s, Turn("", 1), eps), (std::vector<double>{0, 0, 0}));  // no key, no affinity
+  EXPECT_EQ(testutil::ScoreAll(s, Turn("", 1), eps),
+            (std::vector<double>{0, 0, 0}));  // no key, no affinity
 }
 
 TEST(SessionAffinityScorer, MovesOnceWhenItsHomeIsOverloadedAndDoesNotFlapBack) {
-  SessionAffinityScorer s({.overload = 1, .kv_threshold = 0.9, .horizon_s = 1, .ttl_s = 600, .max_sessions = 100});
+  SessionAffinityScorer s(
+      {.overload = 1, .kv_threshold = 0.9, .horizon_s = 1, .ttl_s = 600, .max_sessions = 100});
   auto eps = testutil::Endpoints(2);
   for (auto& e : eps) e.capacity.prefill_tokens_per_s = 10000;
   s.OnPicked(Turn("a", 0), eps[0]);
@@ -37,11 +41,13 @@ TEST(SessionAffinityScorer, MovesOnceWhenItsHomeIsOverloadedAndDoesNotFlapBack) 
   s.OnPicked(Turn("a", 1), eps[1]);  // the other scorers chose endpoint 1
   EXPECT_EQ(s.moves(), 1u);
   eps[0] = testutil::Endpoints(1)[0];  // the old home is idle again
-  EXPECT_EQ(testutil::ScoreAll(s, Turn("a", 2), eps), (std::vector<double>{0, 1}));  // stays at the new one
+  EXPECT_EQ(testutil::ScoreAll(s, Turn("a", 2), eps),
+            (std::vector<double>{0, 1}));  // stays at the new one
 }
 
 TEST(SessionAffinityScorer, LeavesAHomeWhoseKvCacheWouldOverflow) {
-  SessionAffinityScorer s({.overload = 1, .kv_threshold = 0.9, .horizon_s = 1, .ttl_s = 600, .max_sessions = 100});
+  SessionAffinityScorer s(
+      {.overload = 1, .kv_threshold = 0.9, .horizon_s = 1, .ttl_s = 600, .max_sessions = 100});
   auto eps = testutil::Endpoints(2);
   eps[0].capacity.kv_cache_tokens = 100000;
   s.OnPicked(Turn("a", 0), eps[0]);
@@ -56,11 +62,14 @@ TEST(SessionAffinityScorer, ForgetsIdleSessionsAndBoundsItsMemory) {
   SessionAffinityScorer s({.ttl_s = 60, .max_sessions = 3});
   auto eps = testutil::Endpoints(2);
   s.OnPicked(Turn("old", 0), eps[1]);
-  EXPECT_EQ(testutil::ScoreAll(s, Turn("old", 61), eps), (std::vector<double>{0, 0}));  // past its TTL
+  EXPECT_EQ(testutil::ScoreAll(s, Turn("old", 61), eps),
+            (std::vector<double>{0, 0}));  // past its TTL
   for (int i = 0; i < 10; ++i) s.OnPicked(Turn("s" + std::to_string(i), 100 + i), eps[i % 2]);
   EXPECT_LE(s.num_sessions(), 3u);
-  EXPECT_EQ(testutil::ScoreAll(s, Turn("s9", 110), eps), (std::vector<double>{0, 1}));  // the most recent kept
-  EXPECT_EQ(testutil::ScoreAll(s, Turn("s0", 110), eps), (std::vector<double>{0, 0}));  // the oldest forgotten
+  EXPECT_EQ(testutil::ScoreAll(s, Turn("s9", 110), eps),
+            (std::vector<double>{0, 1}));  // the most recent kept
+  EXPECT_EQ(testutil::ScoreAll(s, Turn("s0", 110), eps),
+            (std::vector<double>{0, 0}));  // the oldest forgotten
 }
 
 TEST(SessionAffinityScorer, ValidatesItsParameters) {

@@ -4,11 +4,17 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "common/block_hash.h"
 #include "common/log.h"
 #include "gateway/openai.h"
 #include "scheduling/registry.h"
 
 namespace infergrid::gateway {
+
+namespace {
+// vLLM's default --block-size, and the prefix index's default blockSize.
+constexpr uint32_t kServerBlockSize = 16;
+}  // namespace
 
 using namespace infergrid::http;
 using nlohmann::json;
@@ -371,6 +377,10 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
   PoolState* pool = route.pool;
   info.pool = pool->config().name;
   info.now_seconds = std::chrono::duration<double>(start - started_).count();
+  // Hash the prompt into vLLM-sized blocks here, outside the pool's lock; a profile whose
+  // prefix index uses another block size hashes the token ids itself.
+  info.block_size = kServerBlockSize;
+  info.prompt_block_hashes = HashBlocks(info.prompt_token_ids, kServerBlockSize);
   PoolState::Pick pick = pool->Schedule(info);
   if (pick.used_stale_metrics && cfg_.scrape.enabled)
     metrics_.stale_metrics->With({info.pool})->Inc();

@@ -8,6 +8,9 @@
 # and the gateway's ratios to nginx.
 #
 # Usage: bench/proxy-overhead/run.sh [--duration 10] [--connections 32] [--workers 1] [--json FILE]
+#                                    [--scorer NAME]
+# --scorer routes with a profile of that one scorer instead of the default profile (an A/B of
+# what the default's scoring costs per request).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -16,12 +19,14 @@ DURATION=10
 CONNS=32
 WORKERS=1
 JSON_OUT="$ROOT/build/bench/proxy-overhead.json"
+SCORER=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --duration) DURATION=$2; shift 2 ;;
     --connections) CONNS=$2; shift 2 ;;
     --workers) WORKERS=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
+    --scorer) SCORER=$2; shift 2 ;;
     *) echo "unknown option $1"; exit 2 ;;
   esac
 done
@@ -58,7 +63,7 @@ wait_port() {
 
 UP=$(free_port)
 NGX=$(free_port)
-mkdir -p "$WORK/up" "$WORK/ngx"
+mkdir -p "$WORK/up" "$WORK/ngx" "$(dirname "$JSON_OUT")"
 RESPONSE='{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"bench-model","choices":[{"index":0,"message":{"role":"assistant","content":"A load balancer spreads requests across servers so that none is overwhelmed."},"finish_reason":"stop"}],"usage":{"prompt_tokens":28,"completion_tokens":15,"total_tokens":43}}'
 cat > "$WORK/up/nginx.conf" <<CONF
 worker_processes 1;
@@ -106,6 +111,7 @@ spec:
   listen: 127.0.0.1:0
   workers: $WORKERS
   endpointMetrics: {enabled: false}
+$( [[ -n "$SCORER" ]] && printf '  schedulingProfiles:\n  - {name: default, scorers: [%s]}\n' "$SCORER" )
   pools:
   - name: bench
     models: [bench-model]

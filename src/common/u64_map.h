@@ -5,6 +5,8 @@
 // For the hot paths of the engine model and the planner, where std::unordered_map's node
 // allocations and pointer chasing dominated.
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>

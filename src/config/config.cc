@@ -401,13 +401,14 @@ Result<EndpointCapacity> ResolveCapacity(const Hardware& h) {
     }
     auto dtype = engine_model::ParseDtype(h.dtype);
     if (!dtype) return Status::Error(fmt::format("dtype: expected bf16 or fp8, got '{}'", h.dtype));
-    if (h.kv_cache_dtype != "auto" && h.kv_cache_dtype != "bf16" && h.kv_cache_dtype != "fp8") {
+    auto kv_bytes = engine_model::ParseKvCacheBytes(h.kv_cache_dtype);
+    if (!kv_bytes) {
       return Status::Error(
           fmt::format("kvCacheDtype: expected auto, bf16 or fp8, got '{}'", h.kv_cache_dtype));
     }
     o.tp = h.tp;
     o.dtype = *dtype;
-    o.kv_bytes = h.kv_cache_dtype == "fp8" ? 1 : 2;
+    o.kv_bytes = *kv_bytes;
     o.gpu_memory_utilization = h.gpu_memory_utilization;
     o.block_size = h.block_size;
     o.max_num_seqs = h.max_num_seqs;

@@ -64,12 +64,6 @@ size_t BlockPool::ExtendCachedPrefix(std::span<const BlockHash> hashes,
   return ids->size();
 }
 
-size_t BlockPool::FreeAmong(std::span<const BlockHash> hashes, size_t n) const {
-  size_t free = 0;
-  for (size_t i = 0; i < n; ++i) free += in_free_[cached_.Find(hashes[i])];
-  return free;
-}
-
 size_t BlockPool::FreeAmong(std::span<const BlockId> ids) const {
   size_t free = 0;
   for (BlockId b : ids) free += in_free_[b];

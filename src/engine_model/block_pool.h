@@ -51,10 +51,6 @@ class BlockPool {
   size_t FreeAmong(std::span<const BlockId> ids) const;
   void Acquire(std::span<const BlockId> ids);
 
-  // How many of the first `n` cached blocks of `hashes` are unreferenced (acquiring them
-  // takes them off the free queue).
-  size_t FreeAmong(std::span<const BlockHash> hashes, size_t n) const;
-
   // Takes a reference on each of the first `n` cached blocks of `hashes` (n from
   // CachedPrefix) and returns them; free ones leave the free queue.
   std::vector<BlockId> Acquire(std::span<const BlockHash> hashes, size_t n);

@@ -58,6 +58,12 @@ std::optional<Dtype> ParseDtype(std::string_view s) {
   return std::nullopt;
 }
 
+std::optional<double> ParseKvCacheBytes(std::string_view s) {
+  if (s == "auto" || s == "bf16") return 2.0;
+  if (s == "fp8") return 1.0;
+  return std::nullopt;
+}
+
 const AcceleratorProfile* FindAccelerator(std::string_view name) {
   for (const auto& a : Accelerators()) {
     if (a.name == name) return &a;

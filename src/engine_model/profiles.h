@@ -44,6 +44,8 @@ struct ModelProfile {
 enum class Dtype { kBf16, kFp8 };
 std::optional<Dtype> ParseDtype(std::string_view s);
 inline double BytesPerParam(Dtype d) { return d == Dtype::kFp8 ? 1.0 : 2.0; }
+// Bytes per KV-cache element for vLLM's --kv-cache-dtype: auto or bf16 (2), fp8 (1).
+std::optional<double> ParseKvCacheBytes(std::string_view s);
 
 const std::vector<AcceleratorProfile>& Accelerators();
 const std::vector<ModelProfile>& Models();

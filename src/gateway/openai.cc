@@ -17,11 +17,6 @@ std::string ErrorJson(const ApiError& e) {
   return json{{"error", err}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-uint32_t EstimateTokens(std::string_view text) {
-  // The shared tokenizer, plus the beginning-of-sequence token the servers add.
-  return tokenizer::CountTokens(text) + 1;
-}
-
 namespace {
 
 ApiError Invalid(std::string message, std::string param, std::string code = "invalid_type") {
@@ -334,18 +329,19 @@ std::variant<RequestInfo, ApiError> RequestSax::Finish(std::string_view session_
   info.prompt_text = std::move(prompt_text_);
   // The prompt as the servers will see it (cache-aware scorers hash these): token-id prompts
   // as given; text through the servers' tokenizer, after their beginning-of-sequence token.
+  // The estimate is the tokens of the text (with the BOS) plus the ids given.
+  uint32_t text_tokens = 0;
   if (info.prompt_text.empty() && token_ids_ > 0) {
     info.prompt_token_ids = std::move(prompt_ids_);
   } else {
     info.prompt_token_ids.reserve(info.prompt_text.size() / 3 + 2);
     info.prompt_token_ids.push_back(tokenizer::kBosToken);
     tokenizer::Encode(info.prompt_text, &info.prompt_token_ids);
+    text_tokens = static_cast<uint32_t>(info.prompt_token_ids.size());
     info.prompt_token_ids.insert(info.prompt_token_ids.end(), prompt_ids_.begin(),
                                  prompt_ids_.end());
   }
-  info.prompt_tokens_estimate =
-      (info.prompt_text.empty() && token_ids_ > 0 ? 0 : EstimateTokens(info.prompt_text)) +
-      token_ids_;
+  info.prompt_tokens_estimate = text_tokens + token_ids_;
   return info;
 }
 

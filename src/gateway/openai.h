@@ -27,8 +27,4 @@ std::string ErrorJson(const ApiError& e);
 std::variant<RequestInfo, ApiError> ParseInferenceRequest(ApiKind api, std::string_view body,
                                                           std::string_view session_header);
 
-// Estimates prompt tokens from text: about four bytes a token for English and code.
-// Prompt tokens as the servers count them: the shared tokenizer (src/tokenizer) plus BOS.
-uint32_t EstimateTokens(std::string_view text);
-
 }  // namespace infergrid::gateway

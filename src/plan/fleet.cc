@@ -32,7 +32,7 @@ Status ParseGroup(const config::Node& n, ServerGroup* g) {
     return n.Get("model").Error(fmt::format("unknown model profile '{}'; expected one of: {}",
                                             model, engine_model::ModelNames()));
   }
-  g->name = n.Has("name") ? "" : accel;
+  g->name = accel;
   if (n.Has("name")) {
     IG_ASSIGN_OR_RETURN(g->name, n.Get("name").String());
   }
@@ -58,9 +58,11 @@ Status ParseGroup(const config::Node& n, ServerGroup* g) {
   }
   if (n.Has("kvCacheDtype")) {
     IG_ASSIGN_OR_RETURN(std::string d, n.Get("kvCacheDtype").String());
-    if (d != "auto" && d != "bf16" && d != "fp8")
+    auto kv = engine_model::ParseKvCacheBytes(d);
+    if (!kv) {
       return n.Get("kvCacheDtype").Error(fmt::format("expected auto, bf16 or fp8, got '{}'", d));
-    o.kv_bytes = d == "fp8" ? 1 : 2;
+    }
+    o.kv_bytes = *kv;
   }
   if (n.Has("gpuMemoryUtilization")) {
     IG_ASSIGN_OR_RETURN(o.gpu_memory_utilization, n.Get("gpuMemoryUtilization").Double(0.01, 1));

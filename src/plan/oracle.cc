@@ -20,8 +20,10 @@ std::optional<Routed> OraclePolicy::Route(uint64_t id, const RequestInfo& req,
   const double prompt = req.prompt_tokens_estimate;
   double best = INFINITY;
   uint32_t best_overlap = 0;
-  std::vector<size_t> ties;
-  std::vector<double> uncached(endpoints.size());
+  std::vector<size_t>& ties = ties_;
+  ties.clear();
+  std::vector<double>& uncached = uncached_;
+  uncached.assign(endpoints.size(), 0);
   for (size_t w = 0; w < endpoints.size(); ++w) {
     const engine_model::Engine& e = *engines_[w];
     uint32_t overlap = CachedPrefixBlocks(e, req.prompt_block_hashes);

@@ -37,6 +37,8 @@ class OraclePolicy : public Policy {
   std::vector<double> queued_tokens_, queued_blocks_;
   std::unordered_map<uint64_t, Pending> pending_;
   std::mt19937_64 rng_;
+  std::vector<double> uncached_;  // scratch, per decision
+  std::vector<size_t> ties_;
 };
 
 }  // namespace infergrid::plan

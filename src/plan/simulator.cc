@@ -249,7 +249,7 @@ void Simulation::OnTurn(uint32_t c, double t) {
   uint32_t room = max_model_len_[s] - static_cast<uint32_t>(prompt_len);
   uint32_t out = std::min(plan.output_tokens, room);
   engine_model::RequestSpec spec;
-  spec.prompt_block_hashes = cs.convo.blocks();
+  spec.prompt_block_hashes = std::move(info_.prompt_block_hashes);  // the router is done with them
   spec.prompt = cs.convo.tail();
   spec.output.reserve(out);
   workload::SegmentTokens(plan.output_seed, out, &spec.output);

@@ -46,11 +46,7 @@ class PrefixState {
   bool prepared() const { return prepared_; }
   // Records that the prompt went to `endpoint`. Once per decision; a no-op before Prepare.
   void Commit(size_t endpoint);
-  // Forgets an endpoint's entries (it restarted, or was removed).
-  void Forget(size_t endpoint) { index_.Clear(endpoint); }
-
   const PrefixIndex& index() const { return index_; }
-  std::span<const BlockHash> keys() const { return keys_; }
 
  private:
   PrefixParams p_;

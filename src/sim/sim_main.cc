@@ -51,7 +51,8 @@ Result<std::vector<ReplicaOptions>> Build(SimFlags f) {
                          Names(true) + ")");
   auto dtype = engine_model::ParseDtype(f.dtype);
   if (!dtype) return Status::Error("--dtype: expected bf16 or fp8, got '" + f.dtype + "'");
-  if (f.kv_cache_dtype != "auto" && f.kv_cache_dtype != "bf16" && f.kv_cache_dtype != "fp8") {
+  auto kv_bytes = engine_model::ParseKvCacheBytes(f.kv_cache_dtype);
+  if (!kv_bytes) {
     return Status::Error("--kv-cache-dtype: expected auto, bf16 or fp8, got '" + f.kv_cache_dtype +
                          "'");
   }
@@ -93,7 +94,7 @@ Result<std::vector<ReplicaOptions>> Build(SimFlags f) {
   so.model = model;
   so.tp = f.tp;
   so.dtype = *dtype;
-  so.kv_bytes = f.kv_cache_dtype == "fp8" ? 1 : 2;
+  so.kv_bytes = *kv_bytes;
   so.gpu_memory_utilization = f.gpu_memory_utilization;
   so.block_size = f.block_size;
   so.num_gpu_blocks_override = f.num_gpu_blocks_override;

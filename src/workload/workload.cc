@@ -236,10 +236,7 @@ std::optional<TurnPlan> Client::Next() {
       t.delay_s = std::max(0.0, g.think_seconds.Sample(rng_));
       --turns_left_;
       ++turn_;
-      t.session_id = Seed(0x5e55, sessions_);
-      t.output_seed = Seed(sessions_, 2000000 + turn_);
-      t.session_key = MultiTurn(g.kind) ? fmt::format("{}-{}-s{}", g.name, index_, sessions_) : "";
-      last_output_ = out;
+      Identify(&t);
       return t;
     }
   }
@@ -297,11 +294,16 @@ std::optional<TurnPlan> Client::Next() {
   turn_ = 1;
   turns_left_ = MultiTurn(g.kind) ? std::max(1u, Draw(g.turns)) - 1 : 0;
   t.output_tokens = std::max(1u, Draw(g.output_tokens));
-  t.session_id = Seed(0x5e55, sessions_);
-  t.output_seed = Seed(sessions_, 2000000 + turn_);
-  t.session_key = MultiTurn(g.kind) ? fmt::format("{}-{}-s{}", g.name, index_, sessions_) : "";
-  last_output_ = t.output_tokens;
+  Identify(&t);
   return t;
+}
+
+void Client::Identify(TurnPlan* t) {
+  t->session_id = Seed(0x5e55, sessions_);
+  t->output_seed = Seed(sessions_, 2000000 + turn_);
+  t->session_key =
+      MultiTurn(group_->kind) ? fmt::format("{}-{}-s{}", group_->name, index_, sessions_) : "";
+  last_output_ = t->output_tokens;
 }
 
 double NextSessionArrival(const ClientGroup& g, double t, std::mt19937_64& rng) {

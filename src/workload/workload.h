@@ -103,6 +103,8 @@ class Client {
 
  private:
   uint32_t Draw(const Distribution& d);
+  // Fills the turn's session and output identity; remembers its reply's length.
+  void Identify(TurnPlan* t);
   uint64_t Seed(uint64_t a, uint64_t b = 0) const;
 
   const ClientGroup* group_;

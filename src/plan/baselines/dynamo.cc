@@ -30,7 +30,8 @@ std::optional<Routed> DynamoPolicy::Route(uint64_t id, const RequestInfo& req,
   const double isl = req.prompt_tokens_estimate;
   const double request_blocks = std::ceil(isl / block_size_);
   logit_.assign(endpoints.size(), 0);
-  std::vector<double> new_prefill(endpoints.size());
+  std::vector<double>& new_prefill = new_prefill_;
+  new_prefill.assign(endpoints.size(), 0);
   double best = INFINITY;
   for (size_t w = 0; w < endpoints.size(); ++w) {
     uint32_t overlap = CachedPrefixBlocks(*engines_[w], chain);
@@ -41,7 +42,8 @@ std::optional<Routed> DynamoPolicy::Route(uint64_t id, const RequestInfo& req,
     logit_[w] = overlap_weight_ * prefill_blocks + active_blocks + new_blocks;
     best = std::min(best, logit_[w]);
   }
-  std::vector<size_t> ties;
+  std::vector<size_t>& ties = ties_;
+  ties.clear();
   size_t fewest = SIZE_MAX;
   for (size_t w = 0; w < endpoints.size(); ++w) {
     if (logit_[w] != best) continue;

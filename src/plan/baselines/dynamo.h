@@ -51,7 +51,8 @@ class DynamoPolicy : public Policy {
   std::vector<Worker> workers_;
   std::unordered_map<uint64_t, InFlight> in_flight_;
   std::mt19937_64 rng_;
-  std::vector<double> logit_;
+  std::vector<double> logit_, new_prefill_;  // scratch, per decision
+  std::vector<size_t> ties_;
 };
 
 }  // namespace infergrid::plan

@@ -60,11 +60,8 @@ class SessionAffinityScorer : public Scorer {
 
   size_t num_sessions() const { return sessions_.size(); }
   uint64_t moves() const { return moves_; }  // sessions that left an overloaded home
-  // Sessions seen in the last activeSeconds whose home is `endpoint`, and their last prompt
-  // tokens (as of the last count, plus picks since).
-  double ActiveSessions(size_t endpoint) const {
-    return endpoint < active_.size() ? active_[endpoint] : 0;
-  }
+  // The last prompt tokens of the sessions seen in the last activeSeconds whose home is
+  // `endpoint` (as of the last count, plus picks since).
   double ActiveTokens(size_t endpoint) const {
     return endpoint < active_tokens_.size() ? active_tokens_[endpoint] : 0;
   }

@@ -1,5 +1,6 @@
 // infergrid: one binary, subcommands. `gateway` runs the OpenAI-compatible gateway; `sim` runs
-// simulated model servers; `plan` compares routing policies in virtual time; `config validate`
+// simulated model servers; `plan` compares routing policies in virtual time; `bench` drives
+// HTTP load through infergrid, nginx and HAProxy side by side; `config validate`
 // checks a v1 configuration file.
 
 #include <signal.h>
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "bench/bench_main.h"
 #include "common/log.h"
 #include "common/signals.h"
 #include "config/config.h"
@@ -102,6 +104,11 @@ int main(int argc, char** argv) {
   plan::PlanFlags plan_flags;
   plan::AddPlanFlags(plan_cmd, &plan_flags);
 
+  auto* bench_cmd = app.add_subcommand(
+      "bench", "Drive HTTP load through infergrid, nginx and HAProxy to a fleet, side by side");
+  bench::BenchFlags bench_flags;
+  bench::AddBenchFlags(bench_cmd, &bench_flags);
+
   auto* cfg = app.add_subcommand("config", "Work with configuration files");
   cfg->require_subcommand(1);
   auto* validate = cfg->add_subcommand("validate", "Validate a v1 configuration file");
@@ -114,6 +121,7 @@ int main(int argc, char** argv) {
   if (*gw) return RunGateway(config_path, model, endpoints, listen, listen_opt->count() > 0);
   if (*sim_cmd) return sim::RunSim(sim_flags);
   if (*plan_cmd) return plan::RunPlan(plan_flags);
+  if (*bench_cmd) return bench::RunBench(bench_flags);
   if (*validate) {
     auto g = LoadConfig(validate_path);
     if (!g.ok()) {

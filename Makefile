@@ -1,5 +1,5 @@
 # The README's two commands: `make demo` and `make test`. Each installs what is missing first.
-.PHONY: deps build test test-asan demo bench bench-sim bench-scheduler clean
+.PHONY: deps build test test-asan demo bench bench-live bench-sim bench-scheduler clean
 
 JOBS ?= $(shell nproc)
 
@@ -25,6 +25,9 @@ demo: build
 
 bench: build
 	bench/proxy-overhead/run.sh
+
+bench-live: build
+	bench/live/run.sh
 
 bench-sim: build
 	bench/sim-capacity/run.sh

@@ -257,6 +257,8 @@ int RunBench(const BenchFlags& f) {
   if (ec) return usage(fmt::format("{}: cannot create: {}", out, ec.message()));
   const std::string logs = fs::absolute(out + "/logs").string();
 
+  // A shell starts a background job with SIGINT ignored; the bench wants it (to stop in order).
+  signal(SIGINT, SIG_DFL);
   sigset_t set = BlockStopSignals();
   std::thread([set] {
     int n = 0;

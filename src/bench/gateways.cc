@@ -119,8 +119,9 @@ std::string HaproxyConfig(uint16_t port, const std::vector<Upstream>& upstreams)
     servers += fmt::format("  server s{} {}:{}\n", i, upstreams[i].host, upstreams[i].port);
   }
   return fmt::format(
-      "global\n  maxconn 20000\n\ndefaults\n  mode http\n  option http-keep-alive\n"
-      "  timeout connect 5s\n  timeout client 1h\n  timeout server 1h\n"
+      "global\n  # maxconn: from the file-descriptor limit\n\ndefaults\n  mode http\n  option "
+      "http-keep-alive\n"
+      "  option http-no-delay\n  timeout connect 5s\n  timeout client 1h\n  timeout server 1h\n"
       "  timeout http-keep-alive 1h\n\n"
       "frontend bench\n  bind 127.0.0.1:{}\n  default_backend fleet\n\n"
       "backend fleet\n  balance leastconn\n  http-reuse always\n{}",

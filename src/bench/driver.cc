@@ -140,12 +140,19 @@ class Run {
 
   awaitable<void> SleepUntil(double t) {
     double wait = (t - Now()) / o_.time_scale;
-    if (wait <= 0) co_return;
+    if (wait <= 0 || Stopping()) co_return;
     asio::steady_timer timer(ex_);
     timer.expires_after(
         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait)));
+    sleepers_.insert(&timer);
     error_code ec;
     co_await timer.async_wait(with_ec(ec));
+    sleepers_.erase(&timer);
+  }
+
+  // Wakes every actor waiting for its next turn (which then sees Stopping()).
+  void WakeSleepers() {
+    for (asio::steady_timer* t : sleepers_) t->cancel();
   }
 
   void Spawn(awaitable<void> a) {
@@ -178,6 +185,7 @@ class Run {
       record_ << TraceLine(rec) << '\n';
     }
     ++r_.sent;
+    if (o_.max_requests && r_.sent >= o_.max_requests) WakeSleepers();
     ++in_flight_;
     live_.insert(&c);
     Reply reply = co_await c.Post(req.chat ? "/v1/chat/completions" : "/v1/completions", body,
@@ -324,6 +332,7 @@ class Run {
       co_await timer.async_wait(with_ec(ec));
       if (finished_) break;
       const double now = Now();
+      if (!cut_ && (Interrupted() || now > o_.duration_s + o_.drain_limit_s)) Cut();
       if (o_.fleet && !window_start_taken_ && now >= o_.warmup_s) {
         window_start_taken_ = true;
         start_counters_ = co_await o_.fleet->Scrape();
@@ -349,8 +358,6 @@ class Run {
           ++kv_samples_;
         }
       }
-      if (!cut_ && now > o_.duration_s + o_.drain_limit_s) Cut();
-      if (!cut_ && Interrupted()) Cut();
       if (o_.progress) {
         DriverOptions::Progress p;
         p.t = now;
@@ -377,6 +384,7 @@ class Run {
   void Cut() {
     cut_ = true;
     for (Connection* c : live_) c->Close();
+    WakeSleepers();
   }
 
   const DriverOptions& o_;
@@ -395,6 +403,7 @@ class Run {
   double kv_sum_ = 0, kv_max_ = 0;
   uint32_t kv_samples_ = 0;
   std::set<Connection*> live_;
+  std::set<asio::steady_timer*> sleepers_;
   std::vector<std::unique_ptr<Connection>> idle_;
 };
 

@@ -1,8 +1,8 @@
 #pragma once
 // Workloads: who sends what, and when. A workload is a mix of client groups; each client is an
 // agent or a user that sends a series of requests (turns) in sessions (conversations). The
-// planner replays them in virtual time, and the live bench will send the same turns (same
-// parameters, same seeds) over HTTP. Documented field by field in docs/planner.md.
+// planner replays them in virtual time, and the live bench (src/bench/) sends the same turns
+// (same parameters, same seeds) over HTTP. Documented field by field in docs/planner.md.
 //
 // Kinds of client:
 //   coding-agent  A long system prompt shared by every agent; per-agent repository context

@@ -99,8 +99,18 @@ printf '{"t":0,"prompt":"a","max_tokens":1}\n{"t":1,"prompt":"b"}\n' > "$WORK/ba
 expect_error "bad.jsonl:2: missing required field 'max_tokens'" "$BIN" bench \
   --fleet "$WORK/fleet.yaml" --trace "$WORK/bad.jsonl" --out "$WORK/x"
 
-# Ctrl-C: the bench stops the load, the gateway and the fleet, and exits 130.
-"$BIN" bench --fleet "$WORK/fleet.yaml" --workload "$WORK/work.yaml" --duration 600 \
+# Ctrl-C: the bench stops the load (also clients waiting minutes for their next turn), the
+# gateway and the fleet, and exits 130.
+cat > "$WORK/slow.yaml" <<'YAML'
+apiVersion: infergrid.dev/v1
+kind: Workload
+spec:
+  duration: 600s
+  rampUp: 300s
+  clients:
+  - {type: coding-agent, count: 4, systemPromptTokens: 500, contextTokens: 500, thinkSeconds: 300}
+YAML
+"$BIN" bench --fleet "$WORK/fleet.yaml" --workload "$WORK/slow.yaml" \
   --gateways nginx-round-robin --out "$WORK/int" --no-progress > "$WORK/int.out" 2>&1 &
 bench=$!
 for _ in $(seq 1 500); do
@@ -115,6 +125,8 @@ descendants() {
 kids=$(descendants "$bench")
 [[ $(wc -w <<<"$kids") -ge 3 ]] || { echo "FAIL: expected a fleet and nginx, got: $kids"; cat "$WORK/int.out"; exit 1; }
 kill -INT "$bench"
+for _ in $(seq 1 1000); do kill -0 "$bench" 2>/dev/null || break; sleep 0.02; done
+kill -0 "$bench" 2>/dev/null && { echo "FAIL: the bench still runs 20 s after Ctrl-C"; exit 1; }
 set +e; wait "$bench"; rc=$?; set -e
 [[ $rc == 130 ]] || { echo "FAIL: interrupted bench exited $rc"; cat "$WORK/int.out"; exit 1; }
 for p in $kids; do

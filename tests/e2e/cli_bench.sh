@@ -80,6 +80,19 @@ node -e '
   }
 ' "$WORK/replay/report.json" "$lines"
 
+# Completions instead of chat, plain JSON replies, a request count instead of a duration.
+"$BIN" bench --fleet "$WORK/fleet.yaml" --workload "$WORK/work.yaml" --gateways infergrid \
+  --api completions --no-stream --requests 25 --warmup 0 --time-scale 4 --out "$WORK/compl" \
+  --no-progress > "$WORK/compl.out" 2>&1 || { echo "FAIL: completions exited $?"; cat "$WORK/compl.out"; exit 1; }
+node -e '
+  const j = JSON.parse(require("fs").readFileSync(process.argv[1]));
+  const r = j.runs[0];
+  if (r.sent !== 25 || r.requests !== 25 || r.failed !== 0 || !(r.output_tokens_per_s > 0) ||
+      j.workload.api !== "completions" || j.workload.stream !== false || !(r.fleet.prefix_hit_rate > 0.3)) {
+    console.log("FAIL: completions run " + JSON.stringify(r).slice(0, 400)); process.exit(1);
+  }
+' "$WORK/compl/report.json"
+
 # A saved report shown and rendered again.
 "$BIN" bench --from-json "$WORK/out/report.json" --html "$WORK/again.html" > "$WORK/again.out"
 grep -q "^nginx-session-hash " "$WORK/again.out" || { echo "FAIL: --from-json table"; exit 1; }

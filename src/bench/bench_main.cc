@@ -22,6 +22,7 @@
 #include "bench/trace.h"
 #include "common/signals.h"
 #include "common/strings.h"
+#include "http/url.h"
 #include "plan/fleet.h"
 #include "plan/simulator.h"
 #include "workload/workload.h"
@@ -101,15 +102,11 @@ std::string UtcNow(const char* format) {
 }
 
 Result<ServerUrl> ParseEndpoint(const std::string& url) {
-  const std::string prefix = "http://";
-  std::string hp = url.rfind(prefix, 0) == 0 ? url.substr(prefix.size()) : "";
-  if (!hp.empty() && hp.back() == '/') hp.pop_back();
-  size_t colon = hp.rfind(':');
-  int port = colon == std::string::npos ? 0 : std::atoi(hp.c_str() + colon + 1);
-  if (hp.empty() || colon == std::string::npos || colon == 0 || port <= 0 || port > 65535) {
+  auto hp = http::ParseHttpUrl(url);
+  if (!hp.ok() || hp->port == 0) {
     return Status::Error(fmt::format("--endpoint '{}': expected http://HOST:PORT", url));
   }
-  return ServerUrl{hp.substr(0, colon), static_cast<uint16_t>(port)};
+  return ServerUrl{hp->host, hp->port};
 }
 
 // The hardware of a simulated server, for infergrid's config and the sim's flags.

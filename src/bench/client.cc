@@ -193,7 +193,13 @@ awaitable<Reply> Connection::Once(const std::string& request, Mode mode, double 
   if (!sock_) {
     auto s = std::make_shared<tcp::socket>(ex_);
     asio::ip::address addr = asio::ip::make_address(host_, ec);
-    if (!ec) co_await s->async_connect({addr, port_}, with_ec(ec));
+    if (!ec) {
+      co_await s->async_connect({addr, port_}, with_ec(ec));
+    } else {  // a name: resolved for each new connection
+      tcp::resolver resolver(ex_);
+      auto found = co_await resolver.async_resolve(host_, std::to_string(port_), with_ec(ec));
+      if (!ec) co_await asio::async_connect(*s, found, with_ec(ec));
+    }
     if (ec) {
       r.error = "connect";
       r.error_detail = ec.message();

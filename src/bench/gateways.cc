@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "common/strings.h"
+#include "http/url.h"
 
 namespace infergrid::bench {
 
@@ -49,22 +50,16 @@ Result<GatewaySpec> BuiltinGateway(const std::string& name) {
 
 Result<GatewaySpec> ExternalGateway(const std::string& arg) {
   size_t eq = arg.find('=');
-  const std::string prefix = "http://";
-  if (eq == std::string::npos || eq == 0 || arg.compare(eq + 1, prefix.size(), prefix) != 0) {
+  auto url = eq == std::string::npos || eq == 0 ? Result<http::HostPort>(Status::Error(""))
+                                                : http::ParseHttpUrl(arg.substr(eq + 1));
+  if (!url.ok() || url->port == 0) {
     return Status::Error(fmt::format("--gateway-url '{}': expected NAME=http://HOST:PORT", arg));
   }
   GatewaySpec g;
   g.kind = GatewayKind::kExternal;
   g.name = arg.substr(0, eq);
-  std::string hostport = arg.substr(eq + 1 + prefix.size());
-  if (!hostport.empty() && hostport.back() == '/') hostport.pop_back();
-  size_t colon = hostport.rfind(':');
-  int port = colon == std::string::npos ? 0 : std::atoi(hostport.c_str() + colon + 1);
-  if (colon == std::string::npos || colon == 0 || port <= 0 || port > 65535) {
-    return Status::Error(fmt::format("--gateway-url '{}': expected NAME=http://HOST:PORT", arg));
-  }
-  g.host = hostport.substr(0, colon);
-  g.port = static_cast<uint16_t>(port);
+  g.host = url->host;
+  g.port = url->port;
   g.description = "external, " + arg.substr(eq + 1);
   return g;
 }

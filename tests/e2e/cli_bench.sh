@@ -93,6 +93,30 @@ node -e '
   }
 ' "$WORK/compl/report.json"
 
+# Servers already running (--endpoint, by name) and a gateway the user runs (--gateway-url).
+start sim "$BIN" sim --host 127.0.0.1 --port 0 --replicas 2 --served-model-name m
+for _ in $(seq 1 500); do
+  [[ $(grep -c "listening on port" "$WORK/sim.out") == 2 ]] && break
+  sleep 0.02
+done
+SIM_PORTS=($(sed -n 's/.*listening on port //p' "$WORK/sim.out"))
+[[ ${#SIM_PORTS[@]} == 2 ]] || { echo "FAIL: sim ports: ${SIM_PORTS[*]}"; exit 1; }
+start gw "$BIN" gateway --model m --listen 127.0.0.1:0 \
+  --endpoint "http://127.0.0.1:${SIM_PORTS[0]}" --endpoint "http://127.0.0.1:${SIM_PORTS[1]}"
+"$BIN" bench --endpoint "http://localhost:${SIM_PORTS[0]}" --endpoint "http://localhost:${SIM_PORTS[1]}" \
+  --model m --workload "$WORK/work.yaml" --gateways nginx-least-conn --gateway-url "mine=http://localhost:$PORT" \
+  --requests 15 --warmup 0 --out "$WORK/ext" --no-progress > "$WORK/ext.out" 2>&1 ||
+  { echo "FAIL: --endpoint/--gateway-url exited $?"; cat "$WORK/ext.out"; exit 1; }
+node -e '
+  const j = JSON.parse(require("fs").readFileSync(process.argv[1]));
+  const names = j.runs.map(r => r.gateway).join(",");
+  if (names !== "nginx-least-conn,mine") { console.log("FAIL: runs " + names); process.exit(1); }
+  for (const r of j.runs) {
+    if (r.failure || r.requests !== 15 || r.failed !== 0) { console.log("FAIL: " + JSON.stringify(r).slice(0, 300)); process.exit(1); }
+  }
+  if (j.planner !== null || j.fleet.servers !== 2) { console.log("FAIL: header"); process.exit(1); }
+' "$WORK/ext/report.json"
+
 # A saved report shown and rendered again.
 "$BIN" bench --from-json "$WORK/out/report.json" --html "$WORK/again.html" > "$WORK/again.out"
 grep -q "^nginx-session-hash " "$WORK/again.out" || { echo "FAIL: --from-json table"; exit 1; }

@@ -93,7 +93,8 @@ node -e '
   }
 ' "$WORK/compl/report.json"
 
-# Servers already running (--endpoint, by name) and a gateway the user runs (--gateway-url).
+# Servers already running (--endpoint, by name) and a gateway the user runs (--gateway-url),
+# with an open-loop workload.
 start sim "$BIN" sim --host 127.0.0.1 --port 0 --replicas 2 --served-model-name m
 for _ in $(seq 1 500); do
   [[ $(grep -c "listening on port" "$WORK/sim.out") == 2 ]] && break
@@ -103,8 +104,17 @@ SIM_PORTS=($(sed -n 's/.*listening on port //p' "$WORK/sim.out"))
 [[ ${#SIM_PORTS[@]} == 2 ]] || { echo "FAIL: sim ports: ${SIM_PORTS[*]}"; exit 1; }
 start gw "$BIN" gateway --model m --listen 127.0.0.1:0 \
   --endpoint "http://127.0.0.1:${SIM_PORTS[0]}" --endpoint "http://127.0.0.1:${SIM_PORTS[1]}"
+# An open loop this time: chat sessions arriving as a Poisson process.
+cat > "$WORK/open.yaml" <<'YAML'
+apiVersion: infergrid.dev/v1
+kind: Workload
+spec:
+  duration: 60s
+  clients:
+  - {type: chat, sessionsPerSecond: 2, thinkSeconds: 0.5, outputTokens: 20}
+YAML
 "$BIN" bench --endpoint "http://localhost:${SIM_PORTS[0]}" --endpoint "http://localhost:${SIM_PORTS[1]}" \
-  --model m --workload "$WORK/work.yaml" --gateways nginx-least-conn --gateway-url "mine=http://localhost:$PORT" \
+  --model m --workload "$WORK/open.yaml" --gateways nginx-least-conn --gateway-url "mine=http://localhost:$PORT" \
   --requests 15 --warmup 0 --out "$WORK/ext" --no-progress > "$WORK/ext.out" 2>&1 ||
   { echo "FAIL: --endpoint/--gateway-url exited $?"; cat "$WORK/ext.out"; exit 1; }
 node -e '

@@ -33,6 +33,7 @@ Result<GatewaySpec> BuiltinGateway(const std::string& name) {
   } else if (name == "nginx-least-conn") {
     g.kind = GatewayKind::kNginxLeastConn;
     g.description = "nginx, least_conn";
+    g.planner_policy = "least-conn";
   } else if (name == "nginx-session-hash") {
     g.kind = GatewayKind::kNginxSessionHash;
     g.description = "nginx, hash $http_x_session_id consistent";
@@ -40,6 +41,7 @@ Result<GatewaySpec> BuiltinGateway(const std::string& name) {
   } else if (name == "haproxy-least-conn") {
     g.kind = GatewayKind::kHaproxyLeastConn;
     g.description = "HAProxy, balance leastconn";
+    g.planner_policy = "least-conn";
   } else {
     std::string names;
     for (const auto& n : BuiltinGatewayNames()) names += (names.empty() ? "" : ", ") + n;

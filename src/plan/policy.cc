@@ -2,6 +2,7 @@
 
 #include "common/gallop.h"
 #include "plan/baselines/dynamo.h"
+#include "plan/baselines/least_conn.h"
 #include "plan/baselines/llm_d.h"
 #include "plan/baselines/session_hash.h"
 #include "plan/baselines/sglang.h"
@@ -11,7 +12,7 @@
 namespace infergrid::plan {
 
 std::vector<std::string> BuiltinPolicyNames() {
-  return {"infergrid", "round-robin", "least-load", "session-hash",
+  return {"infergrid", "round-robin", "least-conn", "least-load", "session-hash",
           "sglang",    "dynamo",      "llm-d",      "oracle"};
 }
 
@@ -47,6 +48,7 @@ Result<std::unique_ptr<Policy>> MakePolicy(const std::string& name, const Policy
                                    ctx.seed);
   }
   if (name == "session-hash") return std::unique_ptr<Policy>(new SessionHashPolicy(n));
+  if (name == "least-conn") return std::unique_ptr<Policy>(new LeastConnPolicy(n));
   if (name == "sglang") {
     return std::unique_ptr<Policy>(
         new SglangPolicy(n, ctx.fleet->block_size, SglangPolicy::Options{}, ctx.seed));

@@ -57,7 +57,8 @@ struct PolicyContext {
   uint64_t seed = 1;
 };
 
-// The built-in names (docs/routing.md): infergrid, round-robin, least-load, session-hash,
+// The built-in names (docs/routing.md): infergrid, round-robin, least-conn, least-load,
+// session-hash,
 // sglang, dynamo, llm-d, oracle; "profile:<name>" takes a scheduling profile from `gateway`.
 std::vector<std::string> BuiltinPolicyNames();
 Result<std::unique_ptr<Policy>> MakePolicy(const std::string& name, const PolicyContext& ctx,

@@ -61,7 +61,7 @@ node -e '
   // Every run starts from a cold fleet, and infergrid follows the cached prefixes.
   const ig = by["infergrid"].fleet.prefix_hit_rate, rr = by["nginx-round-robin"].fleet.prefix_hit_rate;
   if (!(ig > rr + 0.1)) fail("hit rate behind infergrid " + ig + " vs nginx round-robin " + rr);
-  if (!j.planner || j.planner.reports.length !== 3) fail("no planner prediction");
+  if (!j.planner || j.planner.reports.length !== 4) fail("no planner prediction");
   if (j.workload.time_scale !== 4 || j.fleet.servers !== 3) fail("header " + JSON.stringify(j.workload));
   fs.writeFileSync(process.argv[2], String(by["infergrid"].sent));
 ' "$WORK/out/report.json" "$WORK/sent"

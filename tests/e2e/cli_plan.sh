@@ -26,7 +26,7 @@ spec:
 YAML
 
 out=$("$BIN" plan --fleet "$WORK/fleet.yaml" --workload "$WORK/work.yaml" 2>/dev/null)
-for p in infergrid round-robin least-load session-hash sglang dynamo llm-d oracle; do
+for p in infergrid round-robin least-conn least-load session-hash sglang dynamo llm-d oracle; do
   grep -q "^$p " <<<"$out" || { echo "FAIL: no row for $p"; echo "$out"; exit 1; }
 done
 grep -q "3 servers" <<<"$out" || { echo "FAIL: no fleet summary"; exit 1; }

@@ -6,6 +6,7 @@
 
 #include "common/block_hash.h"
 #include "plan/baselines/dynamo.h"
+#include "plan/baselines/least_conn.h"
 #include "plan/baselines/llm_d.h"
 #include "plan/baselines/session_hash.h"
 #include "plan/baselines/sglang.h"
@@ -33,6 +34,32 @@ TEST(SessionHashPolicy, OneSessionOneServerAndSessionsSpread) {
     used.insert(first);
   }
   EXPECT_EQ(used.size(), 8u);
+}
+
+TEST(LeastConnPolicy, FewestInFlightAndEqualsInTurn) {
+  LeastConnPolicy p(3);
+  auto eps = scheduling::testutil::Endpoints(3);
+  // All equal: in turn.
+  EXPECT_EQ(p.Route(0, Req(1, 16), eps)->server, 0u);
+  EXPECT_EQ(p.Route(1, Req(1, 16), eps)->server, 1u);
+  EXPECT_EQ(p.Route(2, Req(1, 16), eps)->server, 2u);
+  EXPECT_EQ(p.Route(3, Req(1, 16), eps)->server, 0u);
+  // The fewest in flight wins, whatever the prompt or the cache.
+  eps[0].in_flight = 4;
+  eps[1].in_flight = 1;
+  eps[2].in_flight = 3;
+  EXPECT_EQ(p.Route(4, Req(1, 4096), eps)->server, 1u);
+  eps[1].in_flight = 4;
+  EXPECT_EQ(p.Route(5, Req(1, 16), eps)->server, 2u);
+  // Two tied at the least: in turn between them.
+  eps[2].in_flight = 4;
+  eps[0].in_flight = 2;
+  eps[1].in_flight = 2;
+  size_t a = p.Route(6, Req(1, 16), eps)->server;
+  size_t b = p.Route(7, Req(1, 16), eps)->server;
+  EXPECT_NE(a, b);
+  EXPECT_LT(a, 2u);
+  EXPECT_LT(b, 2u);
 }
 
 TEST(SglangPolicy, FollowsTheLongestPrefixAboveTheThreshold) {

@@ -324,13 +324,9 @@ int RunBench(const BenchFlags& f) {
     for (const auto& n : names) {
       auto g = BuiltinGateway(n);
       if (!g.ok()) return usage("--gateways: " + g.status().message());
-      if (g->kind == GatewayKind::kNginxRoundRobin || g->kind == GatewayKind::kNginxLeastConn ||
-          g->kind == GatewayKind::kNginxSessionHash) {
-        auto p = FindProgram("nginx");
-        if (!p.ok()) return usage(p.status().message());
-      }
-      if (g->kind == GatewayKind::kHaproxyLeastConn) {
-        auto p = FindProgram("haproxy");
+      // Missing programs are found before anything starts.
+      if (std::string program = ProgramOf(g->kind); !program.empty()) {
+        auto p = FindProgram(program);
         if (!p.ok()) return usage(p.status().message());
       }
       gateways.push_back(std::move(*g));

@@ -57,9 +57,9 @@ class Conversation {
       tokenizer::AppendChatMessage(role, content, &rendered_);
     }
   }
-  TraceRequest Request(double t, const std::string& session, uint32_t max_tokens) const {
+  // The request, its time left to the sender.
+  TraceRequest Request(const std::string& session, uint32_t max_tokens) const {
     TraceRequest r;
-    r.t = t;
     r.session = session;
     r.chat = chat_;
     r.max_tokens = max_tokens;
@@ -122,6 +122,7 @@ class Run {
       r_.fleet = std::move(w);
     }
     r_.window_s = std::max(0.0, std::min(end, o_.duration_s) - o_.warmup_s);
+    r_.window_output_tokens = static_cast<uint64_t>(window_tokens_ + 0.5);
     r_.interrupted = Interrupted();
     r_.wall_s = std::chrono::duration<double>(Clock::now() - start_).count();
     co_return fail_status_;
@@ -165,7 +166,6 @@ class Run {
 
   // Sends one request and accounts for its reply.
   awaitable<Reply> Send(Connection& c, const TraceRequest& req) {
-    json head;
     std::string body = "{\"model\":" + json(o_.model).dump();
     if (req.chat) {
       body += ",\"messages\":" + req.messages_json;
@@ -223,7 +223,6 @@ class Run {
       r_.output_tokens.Add(t, per_chunk);
       if (t >= o_.warmup_s && t < o_.duration_s) window_tokens_ += per_chunk;
     }
-    r_.window_output_tokens = static_cast<uint64_t>(window_tokens_ + 0.5);
     if (!measured) return;
     ++r_.completed;
     r_.ttft.push_back((reply.first_token_s >= 0 ? reply.first_token_s : reply.total_s) * s);
@@ -262,7 +261,7 @@ class Run {
       AppendSegmentText(seg.seed, seg.tokens, &text);
       convo.Add(RoleName(seg.role), text);
     }
-    Reply reply = co_await Send(conn, convo.Request(0, plan.session_key, plan.output_tokens));
+    Reply reply = co_await Send(conn, convo.Request(plan.session_key, plan.output_tokens));
     std::string text = std::move(reply.text);
     if (!reply.error.empty()) {
       text.clear();  // the agent carries on as if the model had replied (as planned)

@@ -10,44 +10,63 @@
 
 namespace infergrid::bench {
 
+namespace {
+
+struct Builtin {
+  const char* name;
+  GatewayKind kind;
+  const char* description;
+  const char* planner_policy;
+};
+
+// In the bench's default order.
+constexpr Builtin kBuiltins[] = {
+    {"infergrid", GatewayKind::kInfergrid,
+     "infergrid, default profile (session affinity + expected TTFT)", "infergrid"},
+    {"infergrid-round-robin", GatewayKind::kInfergridRoundRobin, "infergrid, round-robin picker",
+     "round-robin"},
+    {"nginx-round-robin", GatewayKind::kNginxRoundRobin, "nginx, round-robin", "round-robin"},
+    {"nginx-least-conn", GatewayKind::kNginxLeastConn, "nginx, least_conn", "least-conn"},
+    {"nginx-session-hash", GatewayKind::kNginxSessionHash,
+     "nginx, hash $http_x_session_id consistent", "session-hash"},
+    {"haproxy-least-conn", GatewayKind::kHaproxyLeastConn, "HAProxy, balance leastconn",
+     "least-conn"},
+};
+
+}  // namespace
+
 std::vector<std::string> BuiltinGatewayNames() {
-  return {"infergrid",        "infergrid-round-robin", "nginx-round-robin",
-          "nginx-least-conn", "nginx-session-hash",    "haproxy-least-conn"};
+  std::vector<std::string> names;
+  for (const Builtin& b : kBuiltins) names.emplace_back(b.name);
+  return names;
 }
 
 Result<GatewaySpec> BuiltinGateway(const std::string& name) {
-  GatewaySpec g;
-  g.name = name;
-  if (name == "infergrid") {
-    g.kind = GatewayKind::kInfergrid;
-    g.description = "infergrid, default profile (session affinity + expected TTFT)";
-    g.planner_policy = "infergrid";
-  } else if (name == "infergrid-round-robin") {
-    g.kind = GatewayKind::kInfergridRoundRobin;
-    g.description = "infergrid, round-robin picker";
-    g.planner_policy = "round-robin";
-  } else if (name == "nginx-round-robin") {
-    g.kind = GatewayKind::kNginxRoundRobin;
-    g.description = "nginx, round-robin";
-    g.planner_policy = "round-robin";
-  } else if (name == "nginx-least-conn") {
-    g.kind = GatewayKind::kNginxLeastConn;
-    g.description = "nginx, least_conn";
-    g.planner_policy = "least-conn";
-  } else if (name == "nginx-session-hash") {
-    g.kind = GatewayKind::kNginxSessionHash;
-    g.description = "nginx, hash $http_x_session_id consistent";
-    g.planner_policy = "session-hash";
-  } else if (name == "haproxy-least-conn") {
-    g.kind = GatewayKind::kHaproxyLeastConn;
-    g.description = "HAProxy, balance leastconn";
-    g.planner_policy = "least-conn";
-  } else {
-    std::string names;
-    for (const auto& n : BuiltinGatewayNames()) names += (names.empty() ? "" : ", ") + n;
-    return Status::Error(fmt::format("unknown gateway '{}'; expected one of: {}", name, names));
+  for (const Builtin& b : kBuiltins) {
+    if (name != b.name) continue;
+    GatewaySpec g;
+    g.name = name;
+    g.kind = b.kind;
+    g.description = b.description;
+    g.planner_policy = b.planner_policy;
+    return g;
   }
-  return g;
+  std::string names;
+  for (const auto& n : BuiltinGatewayNames()) names += (names.empty() ? "" : ", ") + n;
+  return Status::Error(fmt::format("unknown gateway '{}'; expected one of: {}", name, names));
+}
+
+std::string ProgramOf(GatewayKind kind) {
+  switch (kind) {
+    case GatewayKind::kNginxRoundRobin:
+    case GatewayKind::kNginxLeastConn:
+    case GatewayKind::kNginxSessionHash:
+      return "nginx";
+    case GatewayKind::kHaproxyLeastConn:
+      return "haproxy";
+    default:
+      return "";
+  }
 }
 
 Result<GatewaySpec> ExternalGateway(const std::string& arg) {
@@ -165,7 +184,7 @@ Result<uint16_t> LaunchGateway(Processes* procs, const GatewaySpec& g, const std
     case GatewayKind::kNginxRoundRobin:
     case GatewayKind::kNginxLeastConn:
     case GatewayKind::kNginxSessionHash: {
-      IG_ASSIGN_OR_RETURN(std::string nginx, FindProgram("nginx"));
+      IG_ASSIGN_OR_RETURN(std::string nginx, FindProgram(ProgramOf(g.kind)));
       IG_ASSIGN_OR_RETURN(uint16_t port, FreePort());
       const std::string cfg = base + "-nginx.conf";
       IG_RETURN_IF_ERROR(WriteFile(cfg, NginxConfig(g.kind, port, upstreams, workdir)));
@@ -174,7 +193,7 @@ Result<uint16_t> LaunchGateway(Processes* procs, const GatewaySpec& g, const std
       return port;
     }
     case GatewayKind::kHaproxyLeastConn: {
-      IG_ASSIGN_OR_RETURN(std::string haproxy, FindProgram("haproxy"));
+      IG_ASSIGN_OR_RETURN(std::string haproxy, FindProgram(ProgramOf(g.kind)));
       IG_ASSIGN_OR_RETURN(uint16_t port, FreePort());
       const std::string cfg = base + "-haproxy.cfg";
       IG_RETURN_IF_ERROR(WriteFile(cfg, HaproxyConfig(port, upstreams)));

@@ -57,6 +57,8 @@ Result<uint16_t> LaunchGateway(Processes* procs, const GatewaySpec& g, const std
                                const std::string& model, const std::vector<Upstream>& upstreams,
                                int scrape_interval_ms, const std::string& workdir, size_t* id);
 
+// The program from Debian a gateway runs ("nginx", "haproxy"), or "" for none.
+std::string ProgramOf(GatewayKind kind);
 // The path of a program from Debian (nginx, haproxy), or an error saying how to install it.
 Result<std::string> FindProgram(const std::string& name);
 

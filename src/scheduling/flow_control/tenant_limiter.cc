@@ -1,0 +1,104 @@
+#include "scheduling/flow_control/tenant_limiter.h"
+
+#include <algorithm>
+
+namespace infergrid::scheduling::flow {
+
+const char* LimitName(Limit l) {
+  switch (l) {
+    case Limit::kConcurrency:
+      return "maxConcurrentRequests";
+    case Limit::kRequestsPerMinute:
+      return "requestsPerMinute";
+    case Limit::kTokensPerMinute:
+      return "tokensPerMinute";
+    case Limit::kNone:
+      break;
+  }
+  return "none";
+}
+
+void TenantLimiter::Bucket::Refill(double now_s) {
+  if (!started) {  // a new bucket starts full
+    level = capacity;
+    last_s = now_s;
+    started = true;
+    return;
+  }
+  if (now_s > last_s) level = std::min(capacity, level + (now_s - last_s) * capacity / 60.0);
+  last_s = std::max(last_s, now_s);
+}
+
+TenantLimiter::TenantLimiter(std::vector<TenantLimitSpec> tenants) {
+  Reconfigure(std::move(tenants));
+}
+
+void TenantLimiter::Reconfigure(std::vector<TenantLimitSpec> tenants) {
+  for (auto& t : tenants) {
+    State& s = state_[t.name];
+    s.spec = t;
+    s.requests.capacity = t.requests_per_minute;
+    s.tokens.capacity = static_cast<double>(t.tokens_per_minute);
+    s.requests.level = std::min(s.requests.level, s.requests.capacity);
+    s.tokens.level = std::min(s.tokens.level, s.tokens.capacity);
+  }
+}
+
+TenantLimiter::Verdict TenantLimiter::Admit(const std::string& tenant, double tokens,
+                                            double now_s) {
+  Verdict v;
+  State& s = state_[tenant];
+  if (s.spec.name.empty()) s.spec.name = tenant;  // unknown tenants are unlimited
+  const auto& spec = s.spec;
+  if (spec.max_concurrent > 0 && s.in_gateway >= spec.max_concurrent) {
+    v.exceeded = Limit::kConcurrency;
+    v.retry_after_s = 1;
+    return v;
+  }
+  if (spec.requests_per_minute > 0) {
+    s.requests.Refill(now_s);
+    if (s.requests.level < 1) {
+      v.exceeded = Limit::kRequestsPerMinute;
+      v.retry_after_s = (1 - s.requests.level) * 60.0 / s.requests.capacity;
+      return v;
+    }
+  }
+  if (spec.tokens_per_minute > 0) {
+    s.tokens.Refill(now_s);
+    // A request larger than a minute's worth passes once the bucket is full.
+    double need = std::min(tokens, s.tokens.capacity);
+    if (s.tokens.level < need) {
+      v.exceeded = Limit::kTokensPerMinute;
+      v.retry_after_s = (need - s.tokens.level) * 60.0 / s.tokens.capacity;
+      return v;
+    }
+  }
+  if (spec.requests_per_minute > 0) s.requests.level -= 1;
+  if (spec.tokens_per_minute > 0) s.tokens.level -= tokens;
+  ++s.in_gateway;
+  return v;
+}
+
+void TenantLimiter::Release(const std::string& tenant, double estimated, double actual, bool served,
+                            double now_s) {
+  auto it = state_.find(tenant);
+  if (it == state_.end()) return;
+  State& s = it->second;
+  if (s.in_gateway > 0) --s.in_gateway;
+  if (s.spec.tokens_per_minute > 0) {
+    s.tokens.Refill(now_s);
+    s.tokens.level += served ? estimated - actual : estimated;
+    s.tokens.level = std::min(s.tokens.level, s.tokens.capacity);
+  }
+  if (!served && s.spec.requests_per_minute > 0) {
+    s.requests.Refill(now_s);
+    s.requests.level = std::min(s.requests.capacity, s.requests.level + 1);
+  }
+}
+
+uint32_t TenantLimiter::in_gateway(const std::string& tenant) const {
+  auto it = state_.find(tenant);
+  return it == state_.end() ? 0 : it->second.in_gateway;
+}
+
+}  // namespace infergrid::scheduling::flow

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -249,10 +250,266 @@ Result<Pool> ParsePool(const Node& n) {
   return p;
 }
 
+// An HTTP header name as a config may write it: letters, digits, '-' and '_'.
+bool IsHeaderName(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+  }
+  return true;
+}
+
+// A key's SHA-256 as 64 hex digits, lowercased. The value is never echoed in an error: a
+// key pasted here by mistake must not end up in logs.
+Result<std::string> ParseKeyDigest(const Node& n) {
+  IG_ASSIGN_OR_RETURN(std::string d, n.String());
+  const char* what = "expected the key's SHA-256 as 64 hex digits (printf %s \"$KEY\" | sha256sum)";
+  if (d.size() != 64) return n.Error(fmt::format("{}, got {} characters", what, d.size()));
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (!std::isxdigit(static_cast<unsigned char>(d[i]))) {
+      return n.Error(
+          fmt::format("{}, got a character that is not a hex digit at offset {}", what, i));
+    }
+  }
+  return AsciiLower(d);
+}
+
+std::string ClassNames(const std::vector<PriorityClass>& classes) {
+  std::string list;
+  for (const auto& c : classes) list += (list.empty() ? "" : ", ") + c.name;
+  return list;
+}
+
+Result<PriorityClass> ParsePriorityClass(const Node& n) {
+  PriorityClass c;
+  c.mark = n.mark();
+  c.path = n.path();
+  IG_RETURN_IF_ERROR(n.ExpectMap());
+  IG_RETURN_IF_ERROR(n.CheckKeys({"name", "priority", "sheddable", "maxQueueWait"}));
+  if (!n.Has("name")) return n.Error("missing required field 'name'");
+  IG_ASSIGN_OR_RETURN(c.name, n.Get("name").String());
+  if (c.name.empty()) return n.Get("name").Error("a priority class name must not be empty");
+  if (!n.Has("priority")) {
+    return n.Error("missing required field 'priority' (an integer; higher goes first)");
+  }
+  IG_ASSIGN_OR_RETURN(int64_t prio, n.Get("priority").Int(-1000000, 1000000));
+  c.priority = static_cast<int32_t>(prio);
+  if (n.Has("sheddable")) {
+    IG_ASSIGN_OR_RETURN(c.sheddable, n.Get("sheddable").Bool());
+  }
+  if (n.Has("maxQueueWait")) {
+    IG_ASSIGN_OR_RETURN(c.max_queue_wait, n.Get("maxQueueWait").Dur());
+    if (c.max_queue_wait.count() < 0) return n.Get("maxQueueWait").Error("must not be negative");
+  }
+  return c;
+}
+
+// A tenant as written; its class is checked against the classes by ParseTenancy.
+Result<Tenant> ParseTenant(const Node& n) {
+  Tenant t;
+  t.mark = n.mark();
+  t.path = n.path();
+  IG_RETURN_IF_ERROR(n.ExpectMap());
+  IG_RETURN_IF_ERROR(n.CheckKeys({"name", "apiKeySha256", "priorityClass", "weight", "limits"}));
+  if (!n.Has("name")) return n.Error("missing required field 'name'");
+  IG_ASSIGN_OR_RETURN(t.name, n.Get("name").String());
+  if (t.name.empty()) return n.Get("name").Error("a tenant name must not be empty");
+  if (n.Has("apiKeySha256")) {
+    Node keys = n.Get("apiKeySha256");
+    if (keys.IsScalar()) {  // shorthand: one digest
+      IG_ASSIGN_OR_RETURN(std::string d, ParseKeyDigest(keys));
+      t.api_key_sha256.push_back(std::move(d));
+    } else {
+      IG_RETURN_IF_ERROR(keys.ExpectSequence());
+      for (size_t i = 0; i < keys.size(); ++i) {
+        IG_ASSIGN_OR_RETURN(std::string d, ParseKeyDigest(keys.At(i)));
+        t.api_key_sha256.push_back(std::move(d));
+      }
+    }
+  }
+  if (n.Has("priorityClass")) {
+    IG_ASSIGN_OR_RETURN(t.priority_class, n.Get("priorityClass").String());
+  }
+  if (n.Has("weight")) {
+    IG_ASSIGN_OR_RETURN(t.weight, n.Get("weight").Double(0.001, 1e6));
+  }
+  if (n.Has("limits")) {
+    Node l = n.Get("limits");
+    IG_RETURN_IF_ERROR(l.ExpectMap());
+    IG_RETURN_IF_ERROR(
+        l.CheckKeys({"maxConcurrentRequests", "requestsPerMinute", "tokensPerMinute"}));
+    if (l.Has("maxConcurrentRequests")) {
+      IG_ASSIGN_OR_RETURN(int64_t v, l.Get("maxConcurrentRequests").Int(0, 10000000));
+      t.limits.max_concurrent_requests = static_cast<uint32_t>(v);
+    }
+    if (l.Has("requestsPerMinute")) {
+      IG_ASSIGN_OR_RETURN(int64_t v, l.Get("requestsPerMinute").Int(0, 1000000000));
+      t.limits.requests_per_minute = static_cast<uint32_t>(v);
+    }
+    if (l.Has("tokensPerMinute")) {
+      IG_ASSIGN_OR_RETURN(int64_t v, l.Get("tokensPerMinute").Int(0, 1000000000000000));
+      t.limits.tokens_per_minute = static_cast<uint64_t>(v);
+    }
+  }
+  return t;
+}
+
+Status ParseTenancy(const Node& n, Tenancy* out) {
+  IG_RETURN_IF_ERROR(n.ExpectMap());
+  IG_RETURN_IF_ERROR(n.CheckKeys(
+      {"requireApiKey", "tenantHeader", "defaultTenant", "priorityClasses", "tenants"}));
+  if (n.Has("requireApiKey")) {
+    IG_ASSIGN_OR_RETURN(out->require_api_key, n.Get("requireApiKey").Bool());
+  }
+  if (n.Has("tenantHeader")) {
+    IG_ASSIGN_OR_RETURN(std::string h, n.Get("tenantHeader").String());
+    if (!IsHeaderName(h)) {
+      return n.Get("tenantHeader")
+          .Error(fmt::format(
+              "expected an HTTP header name (letters, digits, '-' and '_'), got '{}'", h));
+    }
+    out->tenant_header = AsciiLower(h);
+  }
+  if (n.Has("defaultTenant")) {
+    IG_ASSIGN_OR_RETURN(out->default_tenant, n.Get("defaultTenant").String());
+    if (out->default_tenant.empty()) {
+      return n.Get("defaultTenant").Error("a tenant name must not be empty");
+    }
+  }
+  // Classes first, whatever the order in the file: tenants refer to them.
+  if (n.Has("priorityClasses")) {
+    Node classes = n.Get("priorityClasses");
+    IG_RETURN_IF_ERROR(classes.ExpectSequence());
+    std::set<std::string> names;
+    for (size_t i = 0; i < classes.size(); ++i) {
+      IG_ASSIGN_OR_RETURN(PriorityClass c, ParsePriorityClass(classes.At(i)));
+      if (!names.insert(c.name).second) {
+        return classes.At(i).Get("name").Error(
+            fmt::format("priority class '{}' is defined twice", c.name));
+      }
+      out->classes.push_back(std::move(c));
+    }
+  }
+  if (out->classes.empty()) out->classes = DefaultPriorityClasses();
+  auto has_class = [out](const std::string& name) {
+    for (const auto& c : out->classes) {
+      if (c.name == name) return true;
+    }
+    return false;
+  };
+  bool any_key = false;
+  bool default_defined = false;
+  if (n.Has("tenants")) {
+    Node tenants = n.Get("tenants");
+    IG_RETURN_IF_ERROR(tenants.ExpectSequence());
+    std::set<std::string> names;
+    std::map<std::string, std::string> key_owner;  // digest -> tenant
+    for (size_t i = 0; i < tenants.size(); ++i) {
+      Node tn = tenants.At(i);
+      IG_ASSIGN_OR_RETURN(Tenant t, ParseTenant(tn));
+      if (!names.insert(t.name).second) {
+        return tn.Get("name").Error(fmt::format("tenant '{}' is defined twice", t.name));
+      }
+      if (!has_class(t.priority_class)) {
+        if (tn.Has("priorityClass")) {
+          return tn.Get("priorityClass")
+              .Error(fmt::format("no priority class named '{}'; expected one of: {}",
+                                 t.priority_class, ClassNames(out->classes)));
+        }
+        return tn.Error(fmt::format(
+            "priorityClass: no class named '{}' (the default); give the tenant one of: {}",
+            t.priority_class, ClassNames(out->classes)));
+      }
+      Node keys = tn.Get("apiKeySha256");
+      for (size_t k = 0; k < t.api_key_sha256.size(); ++k) {
+        Node at = keys.IsScalar() ? keys : keys.At(k);
+        auto [it, inserted] = key_owner.emplace(t.api_key_sha256[k], t.name);
+        if (inserted) continue;
+        if (it->second == t.name) return at.Error("this key digest is listed twice");
+        return at.Error(
+            fmt::format("tenant '{}' has the same key digest as tenant '{}'; a key belongs to "
+                        "one tenant",
+                        t.name, it->second));
+      }
+      any_key = any_key || !t.api_key_sha256.empty();
+      default_defined = default_defined || t.name == out->default_tenant;
+      out->tenants.push_back(std::move(t));
+    }
+  }
+  if (!default_defined && out->default_tenant != "default") {
+    return n.Get("defaultTenant")
+        .Error(fmt::format("no tenant named '{}' in spec.tenancy.tenants", out->default_tenant));
+  }
+  if (!default_defined && !out->require_api_key && !has_class("standard")) {
+    // The implicit tenant `default` is in class `standard`.
+    return n.Get("priorityClasses")
+        .Error(
+            "no class named 'standard', the class of the implicit tenant 'default'; add one, "
+            "or define tenant 'default' in spec.tenancy.tenants with its priorityClass");
+  }
+  if (out->require_api_key && !any_key) {
+    return n.Get("requireApiKey")
+        .Error("true, but no tenant has apiKeySha256; every request would be refused");
+  }
+  return Status::Ok();
+}
+
+Status ParseFlowControl(const Node& n, FlowControl* f) {
+  IG_RETURN_IF_ERROR(n.ExpectMap());
+  IG_RETURN_IF_ERROR(n.CheckKeys({"enabled", "maxQueuedRequests", "queueTimeout",
+                                  "preferContinuingSessions", "newSessionMaxDelay", "saturation"}));
+  if (n.Has("enabled")) {
+    IG_ASSIGN_OR_RETURN(f->enabled, n.Get("enabled").Bool());
+  }
+  if (n.Has("maxQueuedRequests")) {
+    IG_ASSIGN_OR_RETURN(int64_t v, n.Get("maxQueuedRequests").Int(1, 10000000));
+    f->max_queued_requests = static_cast<uint32_t>(v);
+  }
+  if (n.Has("queueTimeout")) {
+    IG_ASSIGN_OR_RETURN(f->queue_timeout, n.Get("queueTimeout").Dur());
+    if (f->queue_timeout.count() <= 0) {
+      return n.Get("queueTimeout").Error("must be greater than zero");
+    }
+  }
+  if (n.Has("preferContinuingSessions")) {
+    IG_ASSIGN_OR_RETURN(f->prefer_continuing_sessions, n.Get("preferContinuingSessions").Bool());
+  }
+  if (n.Has("newSessionMaxDelay")) {
+    IG_ASSIGN_OR_RETURN(f->new_session_max_delay, n.Get("newSessionMaxDelay").Dur());
+    if (f->new_session_max_delay.count() < 0) {
+      return n.Get("newSessionMaxDelay").Error("must not be negative");
+    }
+  }
+  if (n.Has("saturation")) {
+    Node s = n.Get("saturation");
+    IG_RETURN_IF_ERROR(s.ExpectMap());
+    IG_RETURN_IF_ERROR(s.CheckKeys(
+        {"maxRequestsPerEndpoint", "kvCacheUtilization", "queueDepth", "outputTokensEstimate"}));
+    Saturation& sat = f->saturation;
+    if (s.Has("maxRequestsPerEndpoint")) {
+      IG_ASSIGN_OR_RETURN(int64_t v, s.Get("maxRequestsPerEndpoint").Int(0, 1000000));
+      sat.max_requests_per_endpoint = static_cast<uint32_t>(v);
+    }
+    if (s.Has("kvCacheUtilization")) {
+      IG_ASSIGN_OR_RETURN(sat.kv_cache_utilization, s.Get("kvCacheUtilization").Double(0.05, 1));
+    }
+    if (s.Has("queueDepth")) {
+      IG_ASSIGN_OR_RETURN(int64_t v, s.Get("queueDepth").Int(0, 1000000));
+      sat.queue_depth = static_cast<uint32_t>(v);
+    }
+    if (s.Has("outputTokensEstimate")) {
+      IG_ASSIGN_OR_RETURN(int64_t v, s.Get("outputTokensEstimate").Int(1, 10000000));
+      sat.output_tokens_estimate = static_cast<uint32_t>(v);
+    }
+  }
+  return Status::Ok();
+}
+
 Status ParseSpec(const Node& spec, Gateway* g) {
   IG_RETURN_IF_ERROR(spec.ExpectMap());
-  IG_RETURN_IF_ERROR(spec.CheckKeys({"listen", "workers", "timeouts", "limits", "upstream",
-                                     "endpointMetrics", "pools", "schedulingProfiles"}));
+  IG_RETURN_IF_ERROR(
+      spec.CheckKeys({"listen", "workers", "timeouts", "limits", "upstream", "endpointMetrics",
+                      "tenancy", "flowControl", "pools", "schedulingProfiles"}));
   if (spec.Has("listen")) {
     IG_ASSIGN_OR_RETURN(std::string listen, spec.Get("listen").String());
     auto hp = ParseHostPort(listen);
@@ -331,6 +588,11 @@ Status ParseSpec(const Node& spec, Gateway* g) {
     if (g->scrape.interval < std::chrono::milliseconds(10)) {
       return m.Get("interval").Error("must be at least 10ms");
     }
+  }
+  if (spec.Has("tenancy")) IG_RETURN_IF_ERROR(ParseTenancy(spec.Get("tenancy"), &g->tenancy));
+  if (g->tenancy.classes.empty()) g->tenancy.classes = DefaultPriorityClasses();
+  if (spec.Has("flowControl")) {
+    IG_RETURN_IF_ERROR(ParseFlowControl(spec.Get("flowControl"), &g->flow_control));
   }
   if (spec.Has("schedulingProfiles")) {
     Node profs = spec.Get("schedulingProfiles");
@@ -424,6 +686,18 @@ Result<EndpointCapacity> ResolveCapacity(const Hardware& h) {
   return c;
 }
 
+std::vector<PriorityClass> DefaultPriorityClasses() {
+  auto make = [](const char* name, int32_t priority, bool sheddable) {
+    PriorityClass c;
+    c.name = name;
+    c.priority = priority;
+    c.sheddable = sheddable;
+    c.path = std::string("default.") + name;
+    return c;
+  };
+  return {make("critical", 2, false), make("standard", 1, false), make("sheddable", 0, true)};
+}
+
 SchedulingProfile DefaultProfile() {
   // The combination that won in the planner (docs/routing.md): sessions stay where their
   // context is unless that server is overloaded; everything else goes where its first token
@@ -458,6 +732,7 @@ Result<Gateway> ParseGateway(const std::string& yaml_text, const std::string& so
   IG_RETURN_IF_ERROR(ParseDocument(yaml_text, &g.source, "Gateway", &header,
                                    [&g](const Node& spec) { return ParseSpec(spec, &g); }));
   if (!header.name.empty()) g.name = header.name;
+  if (g.tenancy.classes.empty()) g.tenancy.classes = DefaultPriorityClasses();
   return g;
 }
 
@@ -489,6 +764,7 @@ Result<Gateway> FromFlags(const std::string& model, const std::vector<std::strin
   }
   g.pools.push_back(std::move(p));
   g.profiles.push_back(DefaultProfile());
+  g.tenancy.classes = DefaultPriorityClasses();
   return g;
 }
 

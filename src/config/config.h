@@ -117,6 +117,71 @@ struct Scrape {
   bool enabled = true;
 };
 
+// Multi-tenant QoS (docs/qos.md). A request belongs to a tenant, found by its API key
+// (`Authorization: Bearer`, compared by SHA-256: keys are never stored or logged) or by a
+// configured header; each tenant has a priority class, a weight and limits.
+struct PriorityClass {
+  std::string name;
+  int32_t priority = 0;  // higher goes first, strictly
+  // Sheddable: refused early (429) when its expected wait exceeds max_queue_wait.
+  bool sheddable = false;
+  Duration max_queue_wait{0};  // 0: flowControl.queueTimeout
+  Mark mark;
+  std::string path;
+};
+
+struct TenantLimits {  // 0: no limit
+  uint32_t max_concurrent_requests = 0;  // queued plus in flight
+  uint32_t requests_per_minute = 0;
+  uint64_t tokens_per_minute = 0;  // prompt plus output; estimated, corrected from usage
+};
+
+struct Tenant {
+  std::string name;
+  std::vector<std::string> api_key_sha256;  // lowercase hex digests of the tenant's keys
+  std::string priority_class = "standard";
+  double weight = 1;
+  TenantLimits limits;
+  Mark mark;
+  std::string path;
+};
+
+struct Tenancy {
+  // On: a request without a known API key is a 401.
+  bool require_api_key = false;
+  // If set, a request without a (known) key names its tenant in this header.
+  std::string tenant_header;
+  // Who unidentified requests belong to (when keys are not required); an implicit tenant of
+  // weight 1 in class `standard` unless `tenants` defines it.
+  std::string default_tenant = "default";
+  // Defaults when none are given: critical (2), standard (1), sheddable (0, sheddable).
+  std::vector<PriorityClass> classes;
+  std::vector<Tenant> tenants;
+};
+
+// When a pool is saturated, requests wait in the gateway (docs/qos.md). An endpoint has room
+// for a request while every bound holds; the pool is saturated when no endpoint has room.
+struct Saturation {
+  uint32_t max_requests_per_endpoint = 0;  // 0: the endpoint's maxNumSeqs, else unbounded
+  // The gateway reserves each in-flight request's prompt plus expected output in the
+  // endpoint's KV cache (when its size is known) and reads its scraped usage; above this
+  // fraction it is full.
+  double kv_cache_utilization = 0.9;
+  uint32_t queue_depth = 5;  // scraped vllm:num_requests_waiting at or above this: full
+  uint32_t output_tokens_estimate = 256;  // for requests without max_tokens
+};
+
+struct FlowControl {
+  bool enabled = true;
+  uint32_t max_queued_requests = 10000;  // per pool; beyond it a 429 `queue_full`
+  Duration queue_timeout = std::chrono::seconds(60);
+  Saturation saturation;
+  // Agent-aware admission: a tenant's continuing turns (a session seen before) go before its
+  // new sessions, unless a new session has waited `newSessionMaxDelay`.
+  bool prefer_continuing_sessions = true;
+  Duration new_session_max_delay = std::chrono::seconds(10);
+};
+
 struct Gateway {
   std::string name = "infergrid";
   std::string listen_host = "0.0.0.0";
@@ -126,6 +191,8 @@ struct Gateway {
   Limits limits;
   Upstream upstream;
   Scrape scrape;
+  Tenancy tenancy;
+  FlowControl flow_control;
   std::vector<Pool> pools;
   std::vector<SchedulingProfile> profiles;
   std::string source;  // the file it was read from, for error messages
@@ -134,6 +201,9 @@ struct Gateway {
 // Parses and validates a v1 document. Errors read "FILE:LINE:COL: PATH: what was expected".
 Result<Gateway> ParseGateway(const std::string& yaml_text, const std::string& source_name);
 Result<Gateway> LoadGatewayFile(const std::string& path);
+
+// The priority classes used when a config names none: critical, standard, sheddable.
+std::vector<PriorityClass> DefaultPriorityClasses();
 
 // The profile used when a config names none (docs/routing.md says why these plugins).
 SchedulingProfile DefaultProfile();

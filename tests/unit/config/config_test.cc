@@ -9,6 +9,7 @@ namespace infergrid::config {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const char* kFull = R"(apiVersion: infergrid.dev/v1
 kind: Gateway
@@ -254,6 +255,354 @@ TEST(Config, HardwareErrorsNameTheField) {
   EXPECT_THAT(err("{accelerator: h200}"), HasSubstr("give both 'accelerator' and 'model'"));
   EXPECT_THAT(err("{accelerator: h200, model: llama-3.1-8b, kvCacheDtype: int4}"),
               HasSubstr("hardware.kvCacheDtype: expected auto, bf16 or fp8"));
+}
+
+}  // namespace
+}  // namespace infergrid::config
+
+namespace infergrid::config {
+namespace {
+
+// Three distinct SHA-256 digests (of "a", "b" and "c").
+const std::string kDigestA = "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb";
+const std::string kDigestB = "3e23e8160039594a33894f6564e1b1348bbd7a0088d42c4acb73eeaed59c009d";
+const std::string kDigestC = "2e7d2c03a9507ae265ecf5b5356885a53393a2029d241394997265a1a25aefc6";
+
+const char* kPoolA = "  pools:\n  - {name: a, models: [m], endpoints: [\"http://h:1\"]}\n";
+
+std::string Upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+TEST(ConfigTenancy, ParsesEveryField) {
+  // Classes come after the tenants that name them.
+  std::string y = std::string(kHead) +
+                  "  tenancy:\n"
+                  "    requireApiKey: true\n"
+                  "    tenantHeader: X-Tenant-ID\n"
+                  "    defaultTenant: team-a\n"
+                  "    tenants:\n"
+                  "    - name: team-a\n"
+                  "      apiKeySha256: [" +
+                  Upper(kDigestA) + ", " + kDigestB +
+                  "]\n"
+                  "      priorityClass: gold\n"
+                  "      weight: 2.5\n"
+                  "      limits:\n"
+                  "        maxConcurrentRequests: 64\n"
+                  "        requestsPerMinute: 600\n"
+                  "        tokensPerMinute: 2000000000000\n"
+                  "    - name: team-b\n"
+                  "      apiKeySha256: " +
+                  kDigestC +
+                  "\n"
+                  "    priorityClasses:\n"
+                  "    - {name: gold, priority: 5, maxQueueWait: 2s}\n"
+                  "    - {name: standard, priority: 1}\n"
+                  "    - {name: batch, priority: -1, sheddable: true, maxQueueWait: 500ms}\n"
+                  "  flowControl:\n"
+                  "    enabled: false\n"
+                  "    maxQueuedRequests: 500\n"
+                  "    queueTimeout: 30s\n"
+                  "    preferContinuingSessions: false\n"
+                  "    newSessionMaxDelay: 0s\n"
+                  "    saturation:\n"
+                  "      maxRequestsPerEndpoint: 32\n"
+                  "      kvCacheUtilization: 0.8\n"
+                  "      queueDepth: 0\n"
+                  "      outputTokensEstimate: 512\n" +
+                  kPoolA;
+  auto g = ParseGateway(y, "t.yaml");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const Tenancy& t = g->tenancy;
+  EXPECT_TRUE(t.require_api_key);
+  EXPECT_EQ(t.tenant_header, "x-tenant-id");  // stored lowercase
+  EXPECT_EQ(t.default_tenant, "team-a");
+  ASSERT_EQ(t.classes.size(), 3u);
+  EXPECT_EQ(t.classes[0].name, "gold");
+  EXPECT_EQ(t.classes[0].priority, 5);
+  EXPECT_FALSE(t.classes[0].sheddable);
+  EXPECT_EQ(t.classes[0].max_queue_wait, std::chrono::seconds(2));
+  EXPECT_EQ(t.classes[0].path, "spec.tenancy.priorityClasses[0]");
+  EXPECT_EQ(t.classes[0].mark.line, 20);
+  EXPECT_EQ(t.classes[1].name, "standard");
+  EXPECT_EQ(t.classes[1].max_queue_wait, Duration(0));
+  EXPECT_EQ(t.classes[2].priority, -1);
+  EXPECT_TRUE(t.classes[2].sheddable);
+  EXPECT_EQ(t.classes[2].max_queue_wait, std::chrono::milliseconds(500));
+  ASSERT_EQ(t.tenants.size(), 2u);
+  const Tenant& a = t.tenants[0];
+  EXPECT_EQ(a.name, "team-a");
+  EXPECT_EQ(a.api_key_sha256, (std::vector<std::string>{kDigestA, kDigestB}));  // lowercased
+  EXPECT_EQ(a.priority_class, "gold");
+  EXPECT_EQ(a.weight, 2.5);
+  EXPECT_EQ(a.limits.max_concurrent_requests, 64u);
+  EXPECT_EQ(a.limits.requests_per_minute, 600u);
+  EXPECT_EQ(a.limits.tokens_per_minute, 2000000000000u);
+  EXPECT_EQ(a.path, "spec.tenancy.tenants[0]");
+  const Tenant& b = t.tenants[1];
+  EXPECT_EQ(b.api_key_sha256, std::vector<std::string>{kDigestC});  // a single string
+  EXPECT_EQ(b.priority_class, "standard");
+  EXPECT_EQ(b.weight, 1);
+  EXPECT_EQ(b.limits.max_concurrent_requests, 0u);
+  EXPECT_EQ(b.limits.tokens_per_minute, 0u);
+  const FlowControl& f = g->flow_control;
+  EXPECT_FALSE(f.enabled);
+  EXPECT_EQ(f.max_queued_requests, 500u);
+  EXPECT_EQ(f.queue_timeout, std::chrono::seconds(30));
+  EXPECT_FALSE(f.prefer_continuing_sessions);
+  EXPECT_EQ(f.new_session_max_delay, Duration(0));
+  EXPECT_EQ(f.saturation.max_requests_per_endpoint, 32u);
+  EXPECT_EQ(f.saturation.kv_cache_utilization, 0.8);
+  EXPECT_EQ(f.saturation.queue_depth, 0u);
+  EXPECT_EQ(f.saturation.output_tokens_estimate, 512u);
+}
+
+void ExpectDefaultClasses(const std::vector<PriorityClass>& c) {
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].name, "critical");
+  EXPECT_EQ(c[0].priority, 2);
+  EXPECT_FALSE(c[0].sheddable);
+  EXPECT_EQ(c[1].name, "standard");
+  EXPECT_EQ(c[1].priority, 1);
+  EXPECT_FALSE(c[1].sheddable);
+  EXPECT_EQ(c[2].name, "sheddable");
+  EXPECT_EQ(c[2].priority, 0);
+  EXPECT_TRUE(c[2].sheddable);
+  EXPECT_EQ(c[2].max_queue_wait, Duration(0));
+}
+
+TEST(ConfigTenancy, Defaults) {
+  ExpectDefaultClasses(DefaultPriorityClasses());
+  auto g = ParseGateway(std::string(kHead) + kPoolA, "t.yaml");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_FALSE(g->tenancy.require_api_key);
+  EXPECT_EQ(g->tenancy.tenant_header, "");
+  EXPECT_EQ(g->tenancy.default_tenant, "default");
+  EXPECT_TRUE(g->tenancy.tenants.empty());
+  ExpectDefaultClasses(g->tenancy.classes);
+  const FlowControl& f = g->flow_control;
+  EXPECT_TRUE(f.enabled);
+  EXPECT_EQ(f.max_queued_requests, 10000u);
+  EXPECT_EQ(f.queue_timeout, std::chrono::seconds(60));
+  EXPECT_TRUE(f.prefer_continuing_sessions);
+  EXPECT_EQ(f.new_session_max_delay, std::chrono::seconds(10));
+  EXPECT_EQ(f.saturation.max_requests_per_endpoint, 0u);
+  EXPECT_EQ(f.saturation.kv_cache_utilization, 0.9);
+  EXPECT_EQ(f.saturation.queue_depth, 5u);
+  EXPECT_EQ(f.saturation.output_tokens_estimate, 256u);
+
+  // An empty list of classes means the defaults; a tenant's class defaults to `standard`.
+  g = ParseGateway(std::string(kHead) +
+                       "  tenancy:\n"
+                       "    priorityClasses: []\n"
+                       "    tenants:\n"
+                       "    - name: default\n"
+                       "  flowControl: {}\n" +
+                       kPoolA,
+                   "t.yaml");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  ExpectDefaultClasses(g->tenancy.classes);
+  ASSERT_EQ(g->tenancy.tenants.size(), 1u);
+  EXPECT_EQ(g->tenancy.tenants[0].priority_class, "standard");
+  EXPECT_TRUE(g->tenancy.tenants[0].api_key_sha256.empty());
+  EXPECT_EQ(g->flow_control.queue_timeout, std::chrono::seconds(60));
+
+  auto flags = FromFlags("m", {"http://127.0.0.1:1"}, "127.0.0.1:0");
+  ASSERT_TRUE(flags.ok()) << flags.status().message();
+  ExpectDefaultClasses(flags->tenancy.classes);
+  EXPECT_TRUE(flags->flow_control.enabled);
+}
+
+// The error for a spec holding `body` (lines from 4) and one pool.
+std::string SpecError(const std::string& body) {
+  return ErrorOf(std::string(kHead) + body + kPoolA);
+}
+
+TEST(ConfigTenancy, UnknownFieldsHavePositions) {
+  EXPECT_EQ(SpecError("  tenancy:\n    requireKey: true\n"),
+            "bad.yaml:5:5: spec.tenancy.requireKey: unknown field 'requireKey'; expected one of: "
+            "defaultTenant, priorityClasses, requireApiKey, tenantHeader, tenants");
+  EXPECT_EQ(SpecError("  tenancy:\n    tenants:\n    - name: a\n      apiKey: x\n"),
+            "bad.yaml:7:7: spec.tenancy.tenants[0].apiKey: unknown field 'apiKey'; expected one "
+            "of: apiKeySha256, limits, name, priorityClass, weight");
+  EXPECT_EQ(SpecError("  tenancy:\n    tenants:\n    - name: a\n      limits: {rpm: 5}\n"),
+            "bad.yaml:7:16: spec.tenancy.tenants[0].limits.rpm: unknown field 'rpm'; expected "
+            "one of: maxConcurrentRequests, requestsPerMinute, tokensPerMinute");
+  EXPECT_EQ(SpecError("  tenancy:\n    priorityClasses:\n    - {name: a, priority: 1, "
+                      "weight: 2}\n"),
+            "bad.yaml:6:30: spec.tenancy.priorityClasses[0].weight: unknown field 'weight'; "
+            "expected one of: maxQueueWait, name, priority, sheddable");
+  EXPECT_EQ(SpecError("  flowControl:\n    saturation:\n      kvCache: 0.5\n"),
+            "bad.yaml:6:7: spec.flowControl.saturation.kvCache: unknown field 'kvCache'; "
+            "expected one of: kvCacheUtilization, maxRequestsPerEndpoint, outputTokensEstimate, "
+            "queueDepth");
+  EXPECT_EQ(SpecError("  flowControl:\n    queueSize: 5\n"),
+            "bad.yaml:5:5: spec.flowControl.queueSize: unknown field 'queueSize'; expected one "
+            "of: enabled, maxQueuedRequests, newSessionMaxDelay, preferContinuingSessions, "
+            "queueTimeout, saturation");
+}
+
+TEST(ConfigTenancy, BadKeyDigests) {
+  // Too short: the value itself is never echoed (it may be a key pasted by mistake).
+  std::string err =
+      SpecError("  tenancy:\n    tenants:\n    - name: a\n      apiKeySha256: [sk-secret]\n");
+  EXPECT_EQ(err,
+            "bad.yaml:7:22: spec.tenancy.tenants[0].apiKeySha256[0]: expected the key's SHA-256 "
+            "as 64 hex digits (printf %s \"$KEY\" | sha256sum), got 9 characters");
+  EXPECT_THAT(err, Not(HasSubstr("sk-secret")));
+  std::string not_hex = kDigestA;
+  not_hex[10] = 'g';
+  EXPECT_EQ(
+      SpecError("  tenancy:\n    tenants:\n    - name: a\n      apiKeySha256: " + not_hex + "\n"),
+      "bad.yaml:7:21: spec.tenancy.tenants[0].apiKeySha256: expected the key's SHA-256 as "
+      "64 hex digits (printf %s \"$KEY\" | sha256sum), got a character that is not a hex "
+      "digit at offset 10");
+  EXPECT_THAT(SpecError("  tenancy:\n    tenants:\n    - name: a\n      apiKeySha256: {x: 1}\n"),
+              HasSubstr("bad.yaml:7:21: spec.tenancy.tenants[0].apiKeySha256: expected a list"));
+}
+
+TEST(ConfigTenancy, DuplicateKeyDigestNamesBothTenants) {
+  std::string y =
+      "  tenancy:\n"
+      "    tenants:\n"
+      "    - name: team-a\n"
+      "      apiKeySha256: [" +
+      kDigestA + ", " + kDigestB +
+      "]\n"
+      "    - name: team-b\n"
+      "      apiKeySha256:\n"
+      "      - " +
+      kDigestC +
+      "\n"
+      "      - " +
+      Upper(kDigestB) + "\n";
+  EXPECT_EQ(SpecError(y),
+            "bad.yaml:11:9: spec.tenancy.tenants[1].apiKeySha256[1]: tenant 'team-b' has the "
+            "same key digest as tenant 'team-a'; a key belongs to one tenant");
+  y = "  tenancy:\n"
+      "    tenants:\n"
+      "    - name: team-a\n"
+      "      apiKeySha256: [" +
+      kDigestA + ", " + kDigestA + "]\n";
+  EXPECT_EQ(SpecError(y),
+            "bad.yaml:7:88: spec.tenancy.tenants[0].apiKeySha256[1]: this key digest is listed "
+            "twice");
+}
+
+TEST(ConfigTenancy, DuplicateAndEmptyNames) {
+  EXPECT_EQ(SpecError("  tenancy:\n    tenants:\n    - name: a\n    - name: b\n    - name: a\n"),
+            "bad.yaml:8:13: spec.tenancy.tenants[2].name: tenant 'a' is defined twice");
+  EXPECT_EQ(SpecError("  tenancy:\n"
+                      "    priorityClasses:\n"
+                      "    - {name: standard, priority: 1}\n"
+                      "    - {name: standard, priority: 2}\n"),
+            "bad.yaml:7:14: spec.tenancy.priorityClasses[1].name: priority class 'standard' is "
+            "defined twice");
+  EXPECT_EQ(SpecError("  tenancy:\n    tenants:\n    - name: \"\"\n"),
+            "bad.yaml:6:13: spec.tenancy.tenants[0].name: a tenant name must not be empty");
+  EXPECT_EQ(SpecError("  tenancy:\n    tenants:\n    - weight: 2\n"),
+            "bad.yaml:6:7: spec.tenancy.tenants[0]: missing required field 'name'");
+  EXPECT_EQ(SpecError("  tenancy:\n    priorityClasses:\n    - name: gold\n"),
+            "bad.yaml:6:7: spec.tenancy.priorityClasses[0]: missing required field 'priority' "
+            "(an integer; higher goes first)");
+  EXPECT_THAT(SpecError("  tenancy:\n    priorityClasses:\n    - {name: x, priority: 1000001}\n"),
+              HasSubstr("bad.yaml:6:27: spec.tenancy.priorityClasses[0].priority: expected an "
+                        "integer from -1000000 to 1000000, got 1000001"));
+}
+
+TEST(ConfigTenancy, UnknownPriorityClass) {
+  // Named explicitly: the error is at the field, listing the classes.
+  EXPECT_EQ(SpecError("  tenancy:\n    tenants:\n    - name: a\n      priorityClass: gold\n"),
+            "bad.yaml:7:22: spec.tenancy.tenants[0].priorityClass: no priority class named "
+            "'gold'; expected one of: critical, standard, sheddable");
+  // Classes listed after the tenants are known to them.
+  EXPECT_EQ(SpecError("  tenancy:\n"
+                      "    tenants:\n"
+                      "    - {name: a, priorityClass: gold}\n"
+                      "    - {name: b, priorityClass: silver}\n"
+                      "    priorityClasses:\n"
+                      "    - {name: gold, priority: 1}\n"
+                      "    - {name: default-ish, priority: 0}\n"),
+            "bad.yaml:7:32: spec.tenancy.tenants[1].priorityClass: no priority class named "
+            "'silver'; expected one of: gold, default-ish");
+  // The default class `standard` must exist for a tenant that names none.
+  EXPECT_EQ(SpecError("  tenancy:\n"
+                      "    tenants:\n"
+                      "    - {name: default, priorityClass: gold}\n"
+                      "    - name: b\n"
+                      "    priorityClasses:\n"
+                      "    - {name: gold, priority: 1}\n"),
+            "bad.yaml:7:7: spec.tenancy.tenants[1]: priorityClass: no class named 'standard' (the "
+            "default); give the tenant one of: gold");
+  // ... and for the implicit tenant `default`, unless keys are required.
+  EXPECT_EQ(SpecError("  tenancy:\n    priorityClasses:\n    - {name: gold, priority: 1}\n"),
+            "bad.yaml:6:5: spec.tenancy.priorityClasses: no class named 'standard', the class of "
+            "the implicit tenant 'default'; add one, or define tenant 'default' in "
+            "spec.tenancy.tenants with its priorityClass");
+  EXPECT_EQ(SpecError("  tenancy:\n"
+                      "    tenants:\n"
+                      "    - {name: default, priorityClass: gold}\n"
+                      "    priorityClasses:\n"
+                      "    - {name: gold, priority: 1}\n"),
+            "");
+}
+
+TEST(ConfigTenancy, RequireApiKeyNeedsKeys) {
+  EXPECT_EQ(SpecError("  tenancy:\n    requireApiKey: true\n    tenants:\n    - name: a\n"),
+            "bad.yaml:5:20: spec.tenancy.requireApiKey: true, but no tenant has apiKeySha256; "
+            "every request would be refused");
+  EXPECT_EQ(SpecError("  tenancy:\n    requireApiKey: true\n    tenants:\n    - name: a\n"
+                      "      apiKeySha256: " +
+                      kDigestA + "\n"),
+            "");
+}
+
+TEST(ConfigTenancy, DefaultTenantMustExistUnlessImplicit) {
+  EXPECT_EQ(SpecError("  tenancy:\n    defaultTenant: guests\n    tenants:\n    - name: a\n"),
+            "bad.yaml:5:20: spec.tenancy.defaultTenant: no tenant named 'guests' in "
+            "spec.tenancy.tenants");
+  EXPECT_EQ(SpecError("  tenancy:\n    defaultTenant: guests\n    tenants:\n    - name: guests\n"),
+            "");
+  EXPECT_EQ(SpecError("  tenancy:\n    defaultTenant: default\n"), "");
+}
+
+TEST(ConfigTenancy, OutOfRangeValues) {
+  EXPECT_EQ(SpecError("  tenancy:\n    tenants:\n    - {name: a, weight: 0}\n"),
+            "bad.yaml:6:25: spec.tenancy.tenants[0].weight: expected a number from 0.001 to "
+            "1000000, got 0");
+  EXPECT_EQ(SpecError("  tenancy:\n    tenants:\n    - {name: a, weight: 2000000}\n"),
+            "bad.yaml:6:25: spec.tenancy.tenants[0].weight: expected a number from 0.001 to "
+            "1000000, got 2000000");
+  EXPECT_THAT(SpecError("  tenancy:\n    tenants:\n    - name: a\n      limits: "
+                        "{maxConcurrentRequests: -1}\n"),
+              HasSubstr("bad.yaml:7:39: spec.tenancy.tenants[0].limits.maxConcurrentRequests: "
+                        "expected an integer from 0 to 10000000, got -1"));
+  EXPECT_THAT(SpecError("  flowControl:\n    maxQueuedRequests: 0\n"),
+              HasSubstr("bad.yaml:5:24: spec.flowControl.maxQueuedRequests: expected an integer "
+                        "from 1 to 10000000, got 0"));
+  EXPECT_EQ(SpecError("  flowControl:\n    queueTimeout: 0s\n"),
+            "bad.yaml:5:19: spec.flowControl.queueTimeout: must be greater than zero");
+  EXPECT_THAT(SpecError("  flowControl:\n    saturation: {kvCacheUtilization: 1.5}\n"),
+              HasSubstr("bad.yaml:5:38: spec.flowControl.saturation.kvCacheUtilization: expected "
+                        "a number from 0.05 to 1, got 1.5"));
+  EXPECT_THAT(SpecError("  flowControl:\n    saturation: {outputTokensEstimate: 0}\n"),
+              HasSubstr("spec.flowControl.saturation.outputTokensEstimate: expected an integer "
+                        "from 1 to 10000000, got 0"));
+  EXPECT_THAT(SpecError("  flowControl:\n    enabled: yes\n"),
+              HasSubstr("bad.yaml:5:14: spec.flowControl.enabled: expected true or false"));
+}
+
+TEST(ConfigTenancy, BadHeaderName) {
+  EXPECT_EQ(SpecError("  tenancy:\n    tenantHeader: \"x tenant\"\n"),
+            "bad.yaml:5:19: spec.tenancy.tenantHeader: expected an HTTP header name (letters, "
+            "digits, '-' and '_'), got 'x tenant'");
+  EXPECT_EQ(SpecError("  tenancy:\n    tenantHeader: \"x-tenant:\"\n"),
+            "bad.yaml:5:19: spec.tenancy.tenantHeader: expected an HTTP header name (letters, "
+            "digits, '-' and '_'), got 'x-tenant:'");
+  EXPECT_THAT(SpecError("  tenancy:\n    tenantHeader: \"\"\n"),
+              HasSubstr("spec.tenancy.tenantHeader: expected an HTTP header name"));
 }
 
 }  // namespace

@@ -4,8 +4,9 @@
 
 namespace infergrid::gateway {
 
-void EndpointState::OnStart(uint32_t prompt_tokens, uint32_t prefill_tokens) {
+void EndpointState::OnStart(uint32_t prompt_tokens, uint32_t prefill_tokens, uint32_t kv_tokens) {
   in_flight_.fetch_add(1, std::memory_order_relaxed);
+  kv_tokens_.fetch_add(kv_tokens, std::memory_order_relaxed);
   in_flight_tokens_.fetch_add(prompt_tokens, std::memory_order_relaxed);
   prefilling_.fetch_add(1, std::memory_order_relaxed);
   prefill_tokens_.fetch_add(prefill_tokens, std::memory_order_relaxed);
@@ -16,8 +17,10 @@ void EndpointState::OnFirstToken(uint32_t prefill_tokens) {
   prefill_tokens_.fetch_sub(prefill_tokens, std::memory_order_relaxed);
 }
 
-void EndpointState::OnFinish(uint32_t prompt_tokens, uint32_t prefill_tokens, bool prefilling) {
+void EndpointState::OnFinish(uint32_t prompt_tokens, uint32_t prefill_tokens, uint32_t kv_tokens,
+                             bool prefilling) {
   if (prefilling) OnFirstToken(prefill_tokens);
+  kv_tokens_.fetch_sub(kv_tokens, std::memory_order_relaxed);
   in_flight_.fetch_sub(1, std::memory_order_relaxed);
   in_flight_tokens_.fetch_sub(prompt_tokens, std::memory_order_relaxed);
 }
@@ -58,6 +61,7 @@ EndpointSnapshot EndpointState::Snapshot(size_t index, SteadyTime now,
   s.in_flight_prompt_tokens = in_flight_prompt_tokens();
   s.in_flight_prefilling = prefilling();
   s.in_flight_prefill_tokens = prefill_tokens();
+  s.in_flight_kv_tokens = kv_tokens();
   s.capacity = cfg_.capacity;
   std::lock_guard lock(mu_);
   s.ttft_ewma_seconds = ttft_ewma_;
@@ -70,26 +74,169 @@ EndpointSnapshot EndpointState::Snapshot(size_t index, SteadyTime now,
   return s;
 }
 
-PoolState::Pick PoolState::Schedule(const RequestInfo& req) {
+FlowSettings FlowSettingsFrom(const config::Gateway& cfg) {
+  namespace flow = scheduling::flow;
+  FlowSettings f;
+  const auto& fc = cfg.flow_control;
+  f.enabled = fc.enabled;
+  f.thresholds.max_requests = fc.saturation.max_requests_per_endpoint;
+  f.thresholds.kv_cache_utilization = fc.saturation.kv_cache_utilization;
+  f.thresholds.queue_depth = fc.saturation.queue_depth;
+  auto classes =
+      cfg.tenancy.classes.empty() ? config::DefaultPriorityClasses() : cfg.tenancy.classes;
+  for (const auto& c : classes) {
+    f.classes.push_back(flow::ClassSpec{c.name, c.priority, c.sheddable,
+                                        std::chrono::duration<double>(c.max_queue_wait).count()});
+  }
+  for (const auto& t : cfg.tenancy.tenants) f.tenants.push_back({t.name, t.weight});
+  f.queue.max_queued = fc.max_queued_requests;
+  f.queue.queue_timeout_s = std::chrono::duration<double>(fc.queue_timeout).count();
+  f.queue.prefer_continuing_sessions = fc.prefer_continuing_sessions;
+  f.queue.new_session_max_delay_s = std::chrono::duration<double>(fc.new_session_max_delay).count();
+  return f;
+}
+
+PoolState::PoolState(config::Pool cfg, std::unique_ptr<scheduling::Scheduler> scheduler,
+                     std::vector<EndpointState*> endpoints, std::chrono::nanoseconds stale_after,
+                     FlowSettings flow)
+    : cfg_(std::move(cfg)),
+      scheduler_(std::move(scheduler)),
+      endpoints_(std::move(endpoints)),
+      stale_after_(stale_after),
+      flow_enabled_(flow.enabled),
+      thresholds_(flow.thresholds),
+      queue_(flow.classes, flow.tenants, flow.queue) {}
+
+double PoolState::Now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_).count();
+}
+
+PoolState::Pick PoolState::Schedule(const RequestInfo& req, uint32_t kv_tokens) {
+  std::lock_guard lock(mu_);
+  return ScheduleLocked(req, kv_tokens, /*only_with_room=*/false);
+}
+
+PoolState::Pick PoolState::ScheduleLocked(const RequestInfo& req, uint32_t kv_tokens,
+                                          bool only_with_room) {
   Pick pick;
   auto now = std::chrono::steady_clock::now();
-  std::lock_guard lock(mu_);
   scratch_.clear();
   for (size_t i = 0; i < endpoints_.size(); ++i) {
     scratch_.push_back(endpoints_[i]->Snapshot(i, now, stale_after_));
   }
-  auto d = scheduler_->Schedule(req, scratch_);
+  std::span<const EndpointSnapshot> candidates = scratch_;
+  if (only_with_room) {
+    roomy_.clear();
+    bool any_healthy = false;
+    for (const auto& e : scratch_) {
+      auto full = scheduling::flow::RoomFor(e, kv_tokens, thresholds_);
+      any_healthy = any_healthy || full != scheduling::flow::Full::kUnhealthy;
+      if (full == scheduling::flow::Full::kNone) roomy_.push_back(e);
+    }
+    // A pool with no healthy endpoint is down, not saturated: the scheduler says why, now.
+    if (!any_healthy) {
+      roomy_ = scratch_;
+    } else if (roomy_.empty()) {
+      pick.reason = "saturated";
+      return pick;
+    }
+    candidates = roomy_;
+  }
+  auto d = scheduler_->Schedule(req, candidates);
   pick.used_stale_metrics = d.stale_candidates > 0;
   if (!d.endpoint) {
     pick.reason = d.reason;
     return pick;
   }
-  pick.endpoint = endpoints_[*d.endpoint];
-  pick.index = *d.endpoint;
+  pick.index = candidates[*d.endpoint].index;
+  pick.endpoint = endpoints_[pick.index];
   double cached = std::min<double>(d.cached_tokens, req.prompt_tokens_estimate);
   pick.prefill_tokens = req.prompt_tokens_estimate - static_cast<uint32_t>(cached);
-  pick.endpoint->OnStart(req.prompt_tokens_estimate, pick.prefill_tokens);
+  pick.kv_tokens = kv_tokens;
+  pick.endpoint->OnStart(req.prompt_tokens_estimate, pick.prefill_tokens, kv_tokens);
   return pick;
+}
+
+PoolState::Enqueued PoolState::Enqueue(std::shared_ptr<Waiter> w,
+                                       scheduling::flow::FairQueue::Arrival a) {
+  Enqueued e;
+  std::lock_guard lock(mu_);
+  a.user = w.get();
+  a.now_s = Now();
+  auto pushed = queue_.Push(a);
+  e.refusal = pushed.refusal;
+  e.expected_wait_s = pushed.expected_wait_s;
+  e.deadline_s = pushed.deadline_s;
+  if (pushed.refusal != scheduling::flow::Refusal::kNone) return e;
+  w->id = pushed.id;
+  w->queued_at = a.now_s;
+  waiting_.emplace(pushed.id, std::move(w));
+  DispatchLocked();
+  return e;
+}
+
+void PoolState::Dispatch() {
+  std::lock_guard lock(mu_);
+  DispatchLocked();
+}
+
+void PoolState::DispatchLocked() {
+  double now = Now();
+  while (const auto* next = queue_.Peek(now)) {
+    auto* w = static_cast<Waiter*>(next->user);
+    Pick pick = ScheduleLocked(w->info, w->kv_tokens, /*only_with_room=*/true);
+    if (pick.endpoint == nullptr && pick.reason == "saturated") {
+      saturated_.store(true, std::memory_order_relaxed);
+      return;
+    }
+    // Released with an endpoint, or with the reason none can serve it (answered as before).
+    queue_.Pop(now);
+    auto it = waiting_.find(w->id);
+    std::shared_ptr<Waiter> owned = std::move(it->second);
+    waiting_.erase(it);
+    owned->pick = std::move(pick);
+    owned->released = true;
+    http::asio::post(owned->timer.get_executor(), [owned] { owned->timer.cancel(); });
+  }
+  saturated_.store(false, std::memory_order_relaxed);
+}
+
+bool PoolState::IsReleased(const Waiter& w) const {
+  std::lock_guard lock(mu_);
+  return w.released;
+}
+
+bool PoolState::Withdraw(Waiter& w) {
+  std::lock_guard lock(mu_);
+  if (w.released) return false;
+  queue_.Remove(w.id);
+  waiting_.erase(w.id);
+  return true;
+}
+
+void PoolState::Correct(const std::string& tenant, const std::string& klass, double estimated,
+                        double actual) {
+  std::lock_guard lock(mu_);
+  queue_.Correct(tenant, klass, estimated, actual);
+}
+
+void PoolState::Reconfigure(const FlowSettings& flow) {
+  std::lock_guard lock(mu_);
+  thresholds_ = flow.thresholds;
+  queue_.Reconfigure(flow.classes, flow.tenants, flow.queue);
+  // Turning flow control off admits new requests directly; what is queued still drains.
+  flow_enabled_ = flow.enabled;
+  DispatchLocked();
+}
+
+size_t PoolState::queued() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+size_t PoolState::queued(const std::string& tenant, const std::string& klass) const {
+  std::lock_guard lock(mu_);
+  return queue_.queued(tenant, klass);
 }
 
 void PoolState::OnCompleted(const RequestInfo& req, EndpointState* endpoint, const Completion& c) {

@@ -9,11 +9,15 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "config/config.h"
+#include "http/asio.h"
 #include "http/url.h"
 #include "infergrid/endpoint.h"
+#include "scheduling/flow_control/fair_queue.h"
+#include "scheduling/flow_control/saturation.h"
 #include "scheduling/scheduler.h"
 
 namespace infergrid::gateway {
@@ -40,12 +44,14 @@ class EndpointState {
   const std::map<std::string, std::string>& labels() const { return cfg_.labels; }
   const http::HostPort& target() const { return target_; }
 
-  // A request was sent: `prefill_tokens` of its prompt are expected not to be cached there.
-  void OnStart(uint32_t prompt_tokens, uint32_t prefill_tokens);
+  // A request was sent: `prefill_tokens` of its prompt are expected not to be cached there,
+  // and it may grow to `kv_tokens` in the server's KV cache (prompt plus expected output).
+  void OnStart(uint32_t prompt_tokens, uint32_t prefill_tokens, uint32_t kv_tokens);
   // Its first token came back: its prefill no longer queues there.
   void OnFirstToken(uint32_t prefill_tokens);
   // It ended; `prefilling` if no first token ever came.
-  void OnFinish(uint32_t prompt_tokens, uint32_t prefill_tokens, bool prefilling);
+  void OnFinish(uint32_t prompt_tokens, uint32_t prefill_tokens, uint32_t kv_tokens,
+                bool prefilling);
   void RecordTtft(double seconds);
 
   // Reachability: false after a failed connect (by a request or a scrape), true after success.
@@ -65,6 +71,7 @@ class EndpointState {
   }
   uint32_t prefilling() const { return prefilling_.load(std::memory_order_relaxed); }
   uint64_t prefill_tokens() const { return prefill_tokens_.load(std::memory_order_relaxed); }
+  uint64_t kv_tokens() const { return kv_tokens_.load(std::memory_order_relaxed); }
   double ttft_ewma() const;
 
  private:
@@ -76,6 +83,7 @@ class EndpointState {
   std::atomic<uint64_t> in_flight_tokens_{0};
   std::atomic<uint32_t> prefilling_{0};
   std::atomic<uint64_t> prefill_tokens_{0};
+  std::atomic<uint64_t> kv_tokens_{0};
   std::atomic<bool> reachable_{true};
   mutable std::mutex mu_;
   double ttft_ewma_ = 0;
@@ -84,14 +92,21 @@ class EndpointState {
   bool have_scraped_ = false;
 };
 
+// How a pool admits requests when it is saturated (docs/qos.md).
+struct FlowSettings {
+  bool enabled = true;
+  scheduling::flow::SaturationThresholds thresholds;
+  std::vector<scheduling::flow::ClassSpec> classes;
+  std::vector<scheduling::flow::TenantSpec> tenants;
+  scheduling::flow::FairQueueOptions queue;
+};
+FlowSettings FlowSettingsFrom(const config::Gateway& cfg);
+
 class PoolState {
  public:
   PoolState(config::Pool cfg, std::unique_ptr<scheduling::Scheduler> scheduler,
-            std::vector<EndpointState*> endpoints, std::chrono::nanoseconds stale_after)
-      : cfg_(std::move(cfg)),
-        scheduler_(std::move(scheduler)),
-        endpoints_(std::move(endpoints)),
-        stale_after_(stale_after) {}
+            std::vector<EndpointState*> endpoints, std::chrono::nanoseconds stale_after,
+            FlowSettings flow);
 
   const config::Pool& config() const { return cfg_; }
   const std::vector<EndpointState*>& endpoints() const { return endpoints_; }
@@ -102,23 +117,79 @@ class PoolState {
     std::string reason;
     bool used_stale_metrics = false;  // a scorer wanted metrics that were missing or stale
     uint32_t prefill_tokens = 0;      // the prompt less what the endpoint is expected to hold
+    uint32_t kv_tokens = 0;           // what it reserves there: prompt plus expected output
   };
   // Snapshots the endpoints and runs the scheduler; the chosen endpoint's in-flight
   // accounting is taken before the lock is released, so concurrent decisions see each other.
   // Serialised per pool. The caller must call endpoint->OnFinish() when the request ends
-  // (and OnFirstToken() when its first token comes back).
-  Pick Schedule(const RequestInfo& req);
+  // (and OnFirstToken() when its first token comes back), then Dispatch().
+  Pick Schedule(const RequestInfo& req, uint32_t kv_tokens);
+
+  // A request waiting for admission. Shared by its handler (on its worker thread) and
+  // whichever thread admits it: `timer` is woken (cancelled, on its own executor) when it is
+  // released; the fields below are written under the pool's lock before that.
+  struct Waiter {
+    explicit Waiter(http::asio::any_io_executor ex) : timer(std::move(ex)) {}
+    http::asio::steady_timer timer;
+    RequestInfo info;
+    uint32_t kv_tokens = 0;
+    uint64_t id = 0;
+    double queued_at = 0;  // on the pool's clock
+    bool released = false;
+    Pick pick;
+    // The handler's, on its worker thread only.
+    bool client_gone = false;
+    bool watch_done = false;
+  };
+  struct Enqueued {
+    scheduling::flow::Refusal refusal = scheduling::flow::Refusal::kNone;
+    double expected_wait_s = 0;
+    double deadline_s = 0;  // on the pool's clock
+  };
+  // Queues `w` (its tenant, class and cost in `a`) and releases whatever may go now; `w` may
+  // come back already released. Flow control must be enabled.
+  Enqueued Enqueue(std::shared_ptr<Waiter> w, scheduling::flow::FairQueue::Arrival a);
+  // Releases queued requests, in the fair queue's order, while an endpoint has room for the
+  // next. Called on arrivals, on completions, and on a tick (scrapes change room).
+  void Dispatch();
+  // Whether the waiter was released (read under the pool's lock, so its pick is visible).
+  bool IsReleased(const Waiter& w) const;
+  // Takes a waiter out of the queue (deadline passed or client gone): false if it was already
+  // released (then it holds its pick and must be served or finished as usual).
+  bool Withdraw(Waiter& w);
+  // The request released with `estimated` tokens used `actual`: fairness is corrected.
+  void Correct(const std::string& tenant, const std::string& klass, double estimated,
+               double actual);
+  void Reconfigure(const FlowSettings& flow);
+  bool flow_enabled() const { return flow_enabled_; }
+
+  // Seconds on the pool's clock (for deadlines and the queue).
+  double Now() const;
+  size_t queued() const;
+  size_t queued(const std::string& tenant, const std::string& klass) const;
+  bool saturated() const { return saturated_.load(std::memory_order_relaxed); }
+
   void OnCompleted(const RequestInfo& req, EndpointState* endpoint, const Completion& c);
   // Ready: at least one endpoint is reachable.
   bool Ready() const;
 
  private:
+  Pick ScheduleLocked(const RequestInfo& req, uint32_t kv_tokens, bool only_with_room);
+  void DispatchLocked();
+
   config::Pool cfg_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::unique_ptr<scheduling::Scheduler> scheduler_;
   std::vector<EndpointState*> endpoints_;
   std::chrono::nanoseconds stale_after_;
   std::vector<EndpointSnapshot> scratch_;
+  std::vector<EndpointSnapshot> roomy_;
+  std::atomic<bool> flow_enabled_;
+  scheduling::flow::SaturationThresholds thresholds_;
+  scheduling::flow::FairQueue queue_;
+  std::unordered_map<uint64_t, std::shared_ptr<Waiter>> waiting_;
+  std::atomic<bool> saturated_{false};
+  SteadyTime epoch_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace infergrid::gateway

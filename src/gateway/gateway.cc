@@ -1,6 +1,7 @@
 #include "gateway/gateway.h"
 
 #include <charconv>
+#include <cmath>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
@@ -29,6 +30,7 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
   g->proxy_options_.first_byte = g->cfg_.timeouts.first_byte;
   g->proxy_options_.idle = g->cfg_.timeouts.idle;
   g->created_unix_ = static_cast<int64_t>(std::time(nullptr));
+  g->ReloadTenancy(g->cfg_);
 
   uint64_t seed = 0x9e3779b97f4a7c15ull;
   for (const auto& pool_cfg : g->cfg_.pools) {
@@ -48,7 +50,8 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
       eps.push_back(g->endpoints_.back().get());
     }
     g->pools_.push_back(std::make_unique<PoolState>(pool_cfg, std::move(scheduler), std::move(eps),
-                                                    g->cfg_.scrape.stale_after));
+                                                    g->cfg_.scrape.stale_after,
+                                                    FlowSettingsFrom(g->cfg_)));
     PoolState* ps = g->pools_.back().get();
     for (const auto& m : pool_cfg.models) {
       std::vector<std::string> names = m.aliases;
@@ -72,6 +75,31 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
 
   // Per-endpoint gauges, read from the live state when /metrics is rendered.
   Gateway* self = g.get();
+  auto per_pool = [self](auto fn) {
+    return [self, fn] {
+      std::vector<metrics::GaugeSample> out;
+      for (const auto& p : self->pools_) out.push_back({{p->config().name}, fn(*p)});
+      return out;
+    };
+  };
+  g->registry_.AddGaugeCallback(
+      "infergrid_pool_queued_requests", "Requests waiting in the pool's queue in the gateway.",
+      {"pool"}, per_pool([](const PoolState& p) { return static_cast<double>(p.queued()); }));
+  g->registry_.AddGaugeCallback(
+      "infergrid_pool_saturated",
+      "1 while no endpoint of the pool has room for the next queued request (requests wait in "
+      "the gateway).",
+      {"pool"}, per_pool([](const PoolState& p) { return p.saturated() ? 1.0 : 0.0; }));
+  g->registry_.AddGaugeCallback(
+      "infergrid_endpoint_in_flight_kv_tokens",
+      "KV cache the endpoint's in-flight requests may grow to (prompts plus expected outputs), "
+      "as the gateway reserves it.",
+      {"pool", "endpoint"}, [self] {
+        std::vector<metrics::GaugeSample> out;
+        for (const auto& e : self->endpoints_)
+          out.push_back({{e->pool(), e->url()}, static_cast<double>(e->kv_tokens())});
+        return out;
+      });
   auto per_endpoint = [self](auto fn) {
     return [self, fn] {
       std::vector<metrics::GaugeSample> out;
@@ -189,6 +217,19 @@ Status Gateway::Start() {
   scraper_ = std::make_unique<Scraper>(*control_io_, cfg_.scrape, eps, &metrics_);
   scraper_->Start();
 
+  flow_tick_ = std::make_unique<asio::steady_timer>(*control_io_);
+  asio::co_spawn(
+      *control_io_,
+      [this]() -> awaitable<void> {
+        while (true) {
+          flow_tick_->expires_after(std::chrono::milliseconds(20));
+          error_code ec;
+          co_await flow_tick_->async_wait(with_ec(ec));
+          if (ec) co_return;
+          for (auto& p : pools_) p->Dispatch();
+        }
+      },
+      asio::detached);
   for (auto& io : worker_ios_) {
     threads_.emplace_back([io = io.get()] {
       auto guard = asio::make_work_guard(*io);
@@ -224,6 +265,7 @@ void Gateway::Stop() {
   worker_ios_.clear();
   upstreams_.clear();
   server_.reset();
+  flow_tick_.reset();
   control_io_.reset();
   scraper_.reset();
 }
@@ -245,6 +287,53 @@ awaitable<void> Gateway::RespondError(Exchange& ex, int status, const std::strin
   e.param = param;
   e.code = code;
   co_await RespondJson(ex, status, ErrorJson(e));
+}
+
+awaitable<void> Gateway::RespondRefusal(Exchange& ex, int status, const std::string& message,
+                                        const std::string& type, const std::string& code,
+                                        double retry_after_s) {
+  ApiError e;
+  e.status = status;
+  e.message = message;
+  e.type = type;
+  e.code = code;
+  StringResponse res{static_cast<bhttp::status>(status), 11};
+  res.set(bhttp::field::content_type, "application/json");
+  if (retry_after_s > 0) {
+    res.set(bhttp::field::retry_after,
+            std::to_string(std::max<int64_t>(1, static_cast<int64_t>(std::ceil(retry_after_s)))));
+  }
+  res.body() = ErrorJson(e);
+  co_await ex.Respond(std::move(res));
+}
+
+std::shared_ptr<const TenantDirectory> Gateway::directory() const {
+  std::lock_guard lock(tenancy_mu_);
+  return directory_;
+}
+
+void Gateway::ReloadTenancy(const config::Gateway& cfg) {
+  auto dir = std::make_shared<const TenantDirectory>(cfg.tenancy);
+  size_t classes = dir->config().classes.size();
+  std::vector<scheduling::flow::TenantLimitSpec> limits;
+  for (const auto& t : cfg.tenancy.tenants) {
+    limits.push_back({t.name, t.limits.max_concurrent_requests, t.limits.requests_per_minute,
+                      t.limits.tokens_per_minute});
+  }
+  FlowSettings flow = FlowSettingsFrom(cfg);
+  {
+    std::lock_guard lock(tenancy_mu_);
+    directory_ = std::move(dir);
+    limiter_.Reconfigure(std::move(limits));
+    output_tokens_estimate_ = cfg.flow_control.saturation.output_tokens_estimate;
+  }
+  for (auto& p : pools_) p->Reconfigure(flow);
+  if (&cfg != &cfg_) {
+    cfg_.tenancy = cfg.tenancy;
+    cfg_.flow_control = cfg.flow_control;
+    log::Info("tenancy reloaded: {} tenants, {} priority classes", cfg.tenancy.tenants.size(),
+              classes);
+  }
 }
 
 std::string Gateway::ModelsJson() const {
@@ -375,13 +464,182 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
   }
   const ModelRoute& route = it->second;
   PoolState* pool = route.pool;
+
+  // Who it is from, and at which priority (docs/qos.md).
+  auto dir = directory();
+  std::string_view tenant_header;
+  if (!dir->tenant_header().empty()) tenant_header = ex.request()[dir->tenant_header()];
+  Identity who = dir->Identify(ex.request()[bhttp::field::authorization], tenant_header,
+                               ex.request()["x-priority-class"]);
+  if (who.tenant == nullptr) {
+    metrics_.auth_failures->With({who.reason})->Inc();
+    co_await RespondError(ex, who.status, who.message,
+                          who.status == 401 ? "authentication_error" : "invalid_request_error",
+                          who.status == 401 ? "" : "x-priority-class", who.code);
+    co_return;
+  }
+  const std::string tenant = who.tenant->name;
+  const std::string klass = who.klass ? who.klass->name : "standard";
+  const bool sheddable = who.klass && who.klass->sheddable;
+
   info.pool = pool->config().name;
   info.now_seconds = std::chrono::duration<double>(start - started_).count();
   // Hash the prompt into vLLM-sized blocks here, outside the pool's lock; a profile whose
   // prefix index uses another block size hashes the token ids itself.
   info.block_size = kServerBlockSize;
   info.prompt_block_hashes = HashBlocks(info.prompt_token_ids, kServerBlockSize);
-  PoolState::Pick pick = pool->Schedule(info);
+
+  // Its cost: the KV cache it may grow to, prompt plus expected output.
+  uint32_t output_estimate = info.max_tokens;
+  double now_limits = 0;
+  scheduling::flow::TenantLimiter::Verdict verdict;
+  {
+    std::lock_guard lock(tenancy_mu_);
+    if (output_estimate == 0) output_estimate = output_tokens_estimate_;
+    now_limits = std::chrono::duration<double>(start - started_).count();
+    verdict =
+        limiter_.Admit(tenant, double(info.prompt_tokens_estimate) + output_estimate, now_limits);
+  }
+  const uint32_t kv_tokens = static_cast<uint32_t>(
+      std::min<uint64_t>(uint64_t{info.prompt_tokens_estimate} + output_estimate, UINT32_MAX));
+  const double cost = kv_tokens;
+  if (verdict.exceeded != scheduling::flow::Limit::kNone) {
+    const char* limit = scheduling::flow::LimitName(verdict.exceeded);
+    metrics_.tenant_shed->With({tenant, klass, limit})->Inc();
+    co_await RespondRefusal(
+        ex, 429,
+        fmt::format("Rate limit reached for tenant '{}': {} exceeded. Retry after {:.0f}s.", tenant,
+                    limit, std::ceil(std::max(1.0, verdict.retry_after_s))),
+        verdict.exceeded == scheduling::flow::Limit::kTokensPerMinute ? "tokens" : "requests",
+        "rate_limit_exceeded", std::max(1.0, verdict.retry_after_s));
+    co_return;
+  }
+  // Held against the tenant's limits until the request ends; refunded if it is never served.
+  struct LimitHold {
+    Gateway* g;
+    const std::string& tenant;
+    double cost;
+    double actual = -1;  // tokens used, once known
+    bool served = false;
+    ~LimitHold() {
+      double now =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - g->started_).count();
+      std::lock_guard lock(g->tenancy_mu_);
+      g->limiter_.Release(tenant, cost, actual >= 0 ? actual : cost, served, now);
+    }
+  } hold{this, tenant, cost};
+
+  PoolState::Pick pick;
+  if (pool->flow_enabled()) {
+    tcp::socket& client = ex.stream().socket();
+    auto w = std::make_shared<PoolState::Waiter>(client.get_executor());
+    w->info = std::move(info);
+    w->kv_tokens = kv_tokens;
+    scheduling::flow::FairQueue::Arrival a;
+    a.tenant = tenant;
+    a.klass = klass;
+    a.cost = cost;
+    a.session = w->info.session_key.empty() ? 0 : std::hash<std::string>{}(w->info.session_key);
+    metrics::Gauge* queued = metrics_.tenant_queued->With({tenant, klass});
+    PoolState::Enqueued q = pool->Enqueue(w, a);
+    if (q.refusal != scheduling::flow::Refusal::kNone) {
+      bool full = q.refusal == scheduling::flow::Refusal::kQueueFull;
+      metrics_.tenant_shed->With({tenant, klass, full ? "queue_full" : "expected_wait"})->Inc();
+      if (full) {
+        co_await RespondRefusal(
+            ex, sheddable ? 429 : 503,
+            "The gateway's queue for '" + w->info.model + "' is full; retry later.", "server_error",
+            "queue_full", 1);
+      } else {
+        co_await RespondRefusal(ex, 429,
+                                fmt::format("Requests of class '{}' are being shed: the expected "
+                                            "wait ({:.1f}s) exceeds the class's limit.",
+                                            klass, q.expected_wait_s),
+                                "server_error", "expected_wait_exceeded", q.expected_wait_s);
+      }
+      co_return;
+    }
+    double waited_from = pool->Now();
+    if (!pool->IsReleased(*w)) {
+      queued->Add(1);
+      auto deadline = std::chrono::steady_clock::now() +
+                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          std::chrono::duration<double>(std::max(0.0, q.deadline_s - waited_from)));
+      // A client that leaves while queued leaves the queue at once.
+      asio::co_spawn(
+          client.get_executor(),
+          [w, &client]() -> awaitable<void> {
+            while (!w->watch_done) {
+              error_code ec;
+              co_await client.async_wait(tcp::socket::wait_read, with_ec(ec));
+              if (w->watch_done) co_return;
+              if (ec == asio::error::operation_aborted) continue;
+              if (!ec) {
+                char byte;
+                ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+                if (n > 0) co_return;  // a pipelined request: not a departure
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+              }
+              w->client_gone = true;
+              w->timer.cancel();
+              co_return;
+            }
+          },
+          asio::detached);
+      bool left = false;
+      while (true) {
+        w->timer.expires_at(deadline);
+        error_code ec;
+        co_await w->timer.async_wait(with_ec(ec));
+        if (pool->IsReleased(*w)) break;
+        if (w->client_gone || std::chrono::steady_clock::now() >= deadline) {
+          left = pool->Withdraw(*w);
+          if (left) break;
+          break;  // released meanwhile: it is served
+        }
+      }
+      if (!w->client_gone) {
+        w->watch_done = true;
+        error_code ignored;
+        client.cancel(ignored);  // wakes the watcher, which sees watch_done and exits
+      }
+      w->watch_done = true;
+      queued->Add(-1);
+      double waited = pool->Now() - waited_from;
+      metrics_.tenant_wait->With({tenant, klass})->Observe(waited);
+      if (left) {
+        if (w->client_gone) {
+          metrics_.tenant_shed->With({tenant, klass, "client_gone"})->Inc();
+          metrics_.client_disconnects->With({"queued"})->Inc();
+          ex.close();
+          co_return;
+        }
+        metrics_.tenant_shed->With({tenant, klass, "queue_timeout"})->Inc();
+        co_await RespondRefusal(ex, sheddable ? 429 : 503,
+                                fmt::format("The request waited {:.1f}s in the gateway's queue "
+                                            "for '{}' without a model server becoming free.",
+                                            waited, w->info.model),
+                                "server_error", "queue_timeout", 1);
+        co_return;
+      }
+    } else {
+      metrics_.tenant_wait->With({tenant, klass})->Observe(0);
+    }
+    pick = std::move(w->pick);
+    info = std::move(w->info);
+    if (w->client_gone && pick.endpoint != nullptr) {
+      // Released just as its client left: give the endpoint's place back.
+      pick.endpoint->OnFinish(info.prompt_tokens_estimate, pick.prefill_tokens, pick.kv_tokens,
+                              true);
+      pool->Dispatch();
+      metrics_.tenant_shed->With({tenant, klass, "client_gone"})->Inc();
+      metrics_.client_disconnects->With({"queued"})->Inc();
+      ex.close();
+      co_return;
+    }
+  } else {
+    pick = pool->Schedule(info, kv_tokens);
+  }
   if (pick.used_stale_metrics && cfg_.scrape.enabled)
     metrics_.stale_metrics->With({info.pool})->Inc();
   if (pick.endpoint == nullptr) {
@@ -391,6 +649,8 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
                           "server_error", "", "no_endpoint_available");
     co_return;
   }
+  hold.served = true;
+  metrics_.tenant_admitted->With({tenant, klass})->Inc();
   EndpointState* ep = pick.endpoint;
   route.decisions[pick.index]->Inc();
   route.prompt_tokens->Inc(info.prompt_tokens_estimate);
@@ -398,15 +658,21 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
 
   UpstreamPool& up = *upstreams_[ex.worker()][ep->id()];
   ProxyOutcome out;
+  UsageSniffer usage;
   {
     // Released on every path, also if the connection's coroutine is torn down mid-request.
     struct InFlight {
       EndpointState* ep;
-      uint32_t tokens, prefill;
+      PoolState* pool;
+      uint32_t tokens, prefill, kv;
       bool prefilling = true;
-      ~InFlight() { ep->OnFinish(tokens, prefill, prefilling); }
-    } in_flight{ep, info.prompt_tokens_estimate, pick.prefill_tokens};
+      ~InFlight() {
+        ep->OnFinish(tokens, prefill, kv, prefilling);
+        pool->Dispatch();  // its place may be the room a queued request waits for
+      }
+    } in_flight{ep, pool, info.prompt_tokens_estimate, pick.prefill_tokens, pick.kv_tokens};
     ProxyHooks hooks;
+    hooks.on_body = [&usage](std::string_view piece) { usage.Feed(piece); };
     hooks.on_retry = [&] { metrics_.retries->With({ep->url()})->Inc(); };
     hooks.on_first_body = [&] {
       in_flight.prefilling = false;
@@ -437,6 +703,17 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
   } else {
     metrics_.requests->With({info.pool, info.model, ep->url(), std::to_string(code)})->Inc();
   }
+  // Tokens served, from the usage the server reported (else estimated), correct the tenant's
+  // limits and its fair share.
+  double prompt_used = usage.prompt_tokens() >= 0 ? double(usage.prompt_tokens())
+                                                  : double(info.prompt_tokens_estimate);
+  double output_used = usage.has_usage() ? double(usage.completion_tokens())
+                       : info.stream     ? double(usage.stream_events())
+                                         : double(output_estimate);
+  hold.actual = prompt_used + output_used;
+  metrics_.tenant_tokens->With({tenant, klass, "prompt"})->Inc(prompt_used);
+  metrics_.tenant_tokens->With({tenant, klass, "completion"})->Inc(output_used);
+  pool->Correct(tenant, klass, cost, hold.actual);
   Completion c;
   c.ok = out.error.empty() && !out.client_gone && out.status >= 200 && out.status < 300;
   c.ttft_seconds = out.first_byte_seconds;

@@ -17,9 +17,11 @@
 #include "gateway/gateway_metrics.h"
 #include "gateway/proxy.h"
 #include "gateway/scraper.h"
+#include "gateway/tenancy.h"
 #include "http/server.h"
 #include "http/upstream_pool.h"
 #include "metrics/registry.h"
+#include "scheduling/flow_control/tenant_limiter.h"
 
 namespace infergrid::gateway {
 
@@ -37,12 +39,21 @@ class Gateway {
 
   metrics::Registry& registry() { return registry_; }
 
+  // Applies `cfg`'s tenancy and flow control (tenants, keys, classes, weights, limits, queue
+  // settings) without a restart; requests waiting in the queues keep their places. Other
+  // changes in `cfg` are not applied (logged). Thread-safe.
+  void ReloadTenancy(const config::Gateway& cfg);
+
  private:
   explicit Gateway(config::Gateway cfg);
   http::awaitable<void> Handle(http::Exchange& ex);
   http::awaitable<void> HandleInference(http::Exchange& ex, ApiKind api,
                                         std::chrono::steady_clock::time_point start);
   http::awaitable<void> RespondJson(http::Exchange& ex, int status, std::string body);
+  // A refusal by flow control: OpenAI-shaped, with Retry-After in whole seconds.
+  http::awaitable<void> RespondRefusal(http::Exchange& ex, int status, const std::string& message,
+                                       const std::string& type, const std::string& code,
+                                       double retry_after_s);
   http::awaitable<void> RespondError(http::Exchange& ex, int status, const std::string& message,
                                      const std::string& type, const std::string& param,
                                      const std::string& code);
@@ -67,6 +78,12 @@ class Gateway {
     std::vector<metrics::Counter*> ok;         // per endpoint index: code 200
   };
   std::unordered_map<std::string, ModelRoute> routes_;
+  // Tenancy: who a request is from, and its limits; replaced or reconfigured on reload.
+  mutable std::mutex tenancy_mu_;
+  std::shared_ptr<const TenantDirectory> directory_;
+  scheduling::flow::TenantLimiter limiter_;
+  uint32_t output_tokens_estimate_ = 256;
+  std::shared_ptr<const TenantDirectory> directory() const;
   int64_t created_unix_ = 0;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
@@ -76,6 +93,8 @@ class Gateway {
   std::unique_ptr<http::asio::io_context> control_io_ = std::make_unique<http::asio::io_context>(1);
   std::unique_ptr<http::Server> server_;
   std::unique_ptr<Scraper> scraper_;
+  // Re-runs every pool's dispatch: scraped gauges and reachability change endpoints' room.
+  std::unique_ptr<http::asio::steady_timer> flow_tick_;
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;
   bool stopped_ = false;

@@ -60,6 +60,34 @@ GatewayMetrics::GatewayMetrics(metrics::Registry* r)
           "Of the prompt tokens routed, those the gateway's prefix index expected the chosen "
           "endpoint to hold in its KV cache, by pool (the estimated prefix cache hit rate is "
           "this over infergrid_routing_prompt_tokens_total).",
-          {"pool"})) {}
+          {"pool"})),
+      tenant_queued(r->AddGauge("infergrid_tenant_queued_requests",
+                                "Requests waiting in the gateway's queue, by tenant and priority "
+                                "class.",
+                                {"tenant", "class"})),
+      tenant_admitted(
+          r->AddCounter("infergrid_tenant_admitted_requests_total",
+                        "Requests sent on to a model server, by tenant and priority class.",
+                        {"tenant", "class"})),
+      tenant_shed(r->AddCounter(
+          "infergrid_tenant_shed_requests_total",
+          "Requests refused or dropped by the gateway's flow control, by tenant, priority "
+          "class and reason (a limit's name, queue_full, expected_wait, queue_timeout, "
+          "client_gone).",
+          {"tenant", "class", "reason"})),
+      tenant_wait(r->AddHistogram("infergrid_tenant_queue_wait_seconds",
+                                  "Time requests waited in the gateway's queue before they were "
+                                  "sent on (or dropped), by tenant and priority class.",
+                                  {"tenant", "class"}, LatencyBuckets())),
+      tenant_tokens(r->AddCounter(
+          "infergrid_tenant_tokens_total",
+          "Tokens served, by tenant, priority class and kind (prompt, completion): as the "
+          "model server reported in usage, else estimated.",
+          {"tenant", "class", "kind"})),
+      auth_failures(r->AddCounter("infergrid_auth_failures_total",
+                                  "Requests refused for their credentials, by reason "
+                                  "(missing_key, unknown_key, unknown_tenant, "
+                                  "invalid_priority_class, priority_not_allowed).",
+                                  {"reason"})) {}
 
 }  // namespace infergrid::gateway

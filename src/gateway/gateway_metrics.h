@@ -22,6 +22,13 @@ struct GatewayMetrics {
   metrics::CounterFamily* retries;             // endpoint, reason: stale keep-alive retried
   metrics::CounterFamily* prompt_tokens;       // pool: prompt tokens routed
   metrics::CounterFamily* cached_tokens;       // pool: of those, estimated cached where sent
+  // Multi-tenant QoS (docs/qos.md).
+  metrics::GaugeFamily* tenant_queued;      // tenant, class: waiting in the gateway now
+  metrics::CounterFamily* tenant_admitted;  // tenant, class: sent to a model server
+  metrics::CounterFamily* tenant_shed;      // tenant, class, reason: refused or dropped
+  metrics::HistogramFamily* tenant_wait;    // tenant, class: time in the gateway's queue
+  metrics::CounterFamily* tenant_tokens;    // tenant, class, kind (prompt, completion)
+  metrics::CounterFamily* auth_failures;    // reason
 };
 
 // Latency buckets in seconds, from 5 ms to 2 minutes.

@@ -355,4 +355,51 @@ std::variant<RequestInfo, ApiError> ParseInferenceRequest(ApiKind api, std::stri
   return sax.Finish(session_header);
 }
 
+namespace {
+// The number after `"field":` (spaces allowed) at or after `from`, or -1; `end` is set past it.
+int64_t NumberAfter(std::string_view s, size_t from, size_t* end) {
+  size_t i = from;
+  while (i < s.size() && (s[i] == ' ' || s[i] == ':')) ++i;
+  if (i >= s.size() || s[i] < '0' || s[i] > '9') return -1;
+  int64_t v = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && v < (int64_t{1} << 50)) {
+    v = v * 10 + (s[i] - '0');
+    ++i;
+  }
+  if (i == s.size()) return -1;  // the number may go on in the next piece
+  *end = i;
+  return v;
+}
+}  // namespace
+
+void UsageSniffer::Feed(std::string_view piece) {
+  static constexpr std::string_view kPrompt = "\"prompt_tokens\"";
+  static constexpr std::string_view kCompletion = "\"completion_tokens\"";
+  static constexpr size_t kKeep = 40;  // longer than a field name and its number
+  std::string joined;
+  std::string_view s = piece;
+  if (!tail_.empty()) {
+    joined = tail_;
+    joined.append(piece);
+    s = joined;
+  }
+  for (size_t pos = 0; (pos = s.find("data:", pos)) != std::string_view::npos; pos += 5) {
+    // Events that began in the tail were counted with the previous piece.
+    if (pos + 5 > tail_.size() && s.substr(pos + 5, 7).find("[DONE]") == std::string_view::npos) {
+      ++events_;
+    }
+  }
+  for (auto [field, out] :
+       {std::pair{kPrompt, &prompt_tokens_}, std::pair{kCompletion, &completion_tokens_}}) {
+    for (size_t pos = 0; (pos = s.find(field, pos)) != std::string_view::npos;) {
+      size_t end = 0;
+      int64_t v = NumberAfter(s, pos + field.size(), &end);
+      if (v >= 0) *out = v;
+      pos += field.size();
+    }
+  }
+  size_t keep = std::min(kKeep, s.size());
+  tail_.assign(s.substr(s.size() - keep));
+}
+
 }  // namespace infergrid::gateway

@@ -27,4 +27,24 @@ std::string ErrorJson(const ApiError& e);
 std::variant<RequestInfo, ApiError> ParseInferenceRequest(ApiKind api, std::string_view body,
                                                           std::string_view session_header);
 
+// Reads the token usage a model server reports from its response as it is relayed, piece by
+// piece: the last "prompt_tokens" and "completion_tokens" seen (vLLM puts them in a
+// non-streaming body, and in a stream's last chunk when asked for include_usage). Without
+// them, a stream's content events are counted as its output tokens (one token each, as vLLM
+// sends them).
+class UsageSniffer {
+ public:
+  void Feed(std::string_view piece);
+  bool has_usage() const { return completion_tokens_ >= 0; }
+  int64_t prompt_tokens() const { return prompt_tokens_; }          // -1: not reported
+  int64_t completion_tokens() const { return completion_tokens_; }  // -1: not reported
+  int64_t stream_events() const { return events_; }  // `data:` events other than [DONE]
+
+ private:
+  std::string tail_;  // the end of the previous piece, for a field split across pieces
+  int64_t prompt_tokens_ = -1;
+  int64_t completion_tokens_ = -1;
+  int64_t events_ = 0;
+};
+
 }  // namespace infergrid::gateway

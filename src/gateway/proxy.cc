@@ -389,6 +389,7 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
                          out.error);
       co_return out;
     }
+    if (n > 0 && hooks.on_body) hooks.on_body(std::string_view(buf.data(), n));
     if ((n > 0 || last) && first_body) {
       first_body = false;
       if (hooks.on_first_body) hooks.on_first_body();

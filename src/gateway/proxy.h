@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "common/duration.h"
 #include "http/server.h"
@@ -34,6 +35,7 @@ struct ProxyHooks {
   std::function<void()> on_retry;       // a stale pooled connection forced a resend
   std::function<void()> on_first_body;  // the first body bytes came back: for a stream, the
                                         // first token (its prefill is done); at most once
+  std::function<void(std::string_view)> on_body;  // each piece of body relayed, as received
 };
 
 // Forwards ex.request() (its body unchanged; hop-by-hop headers replaced) to `pool`'s

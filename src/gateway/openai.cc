@@ -383,12 +383,17 @@ void UsageSniffer::Feed(std::string_view piece) {
     joined.append(piece);
     s = joined;
   }
-  for (size_t pos = 0; (pos = s.find("data:", pos)) != std::string_view::npos; pos += 5) {
-    // Events that began in the tail were counted with the previous piece.
-    if (pos + 5 > tail_.size() && s.substr(pos + 5, 7).find("[DONE]") == std::string_view::npos) {
-      ++events_;
-    }
+  // Offsets in `s` are absolute ones less `base`. An event is counted once its first seven
+  // bytes are here ("data: [DONE]" is not one).
+  const uint64_t base = fed_ - tail_.size();
+  fed_ += piece.size();
+  size_t from = scan_from_ > base ? static_cast<size_t>(scan_from_ - base) : 0;
+  size_t pos = from;
+  for (; (pos = s.find("data:", pos)) != std::string_view::npos; pos += 5) {
+    if (pos + 12 > s.size()) break;  // decide when more has come
+    if (s.substr(pos + 5, 7).find("[DONE]") == std::string_view::npos) ++events_;
   }
+  scan_from_ = base + (pos != std::string_view::npos ? pos : s.size() >= 4 ? s.size() - 4 : 0);
   for (auto [field, out] :
        {std::pair{kPrompt, &prompt_tokens_}, std::pair{kCompletion, &completion_tokens_}}) {
     for (size_t pos = 0; (pos = s.find(field, pos)) != std::string_view::npos;) {

@@ -8,12 +8,14 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <iterator>
 
 #include "bench/bench_main.h"
 #include "common/log.h"
 #include "common/signals.h"
 #include "config/config.h"
 #include "gateway/gateway.h"
+#include "gateway/tenancy.h"
 #include "plan/plan_main.h"
 #include "scheduling/registry.h"
 #include "sim/sim_main.h"
@@ -56,7 +58,7 @@ int RunGateway(const std::string& config_path, const std::string& model,
     return 2;
   }
   // Block the stop signals in every thread; the main thread waits for them below.
-  sigset_t set = BlockStopSignals();
+  sigset_t set = BlockStopSignals(/*reload=*/true);
 
   auto gw = gateway::Gateway::Create(std::move(cfg).value());
   if (!gw.ok()) {
@@ -71,7 +73,23 @@ int RunGateway(const std::string& config_path, const std::string& model,
   // The bound port on stdout, for scripts and tests that listen on port 0.
   std::printf("listening on port %u\n", (*gw)->port());
   std::fflush(stdout);
-  int sig = WaitForStopSignal(set);
+  int sig;
+  while ((sig = WaitForStopSignal(set)) == SIGHUP) {
+    // Tenancy and flow control are reloaded in place; queued requests keep their places.
+    if (config_path.empty()) {
+      log::Warn("SIGHUP: no --config file to reload");
+      continue;
+    }
+    auto next = LoadConfig(config_path);
+    if (!next.ok()) {
+      log::Error("SIGHUP: {} not reloaded, the running configuration stays: {}", config_path,
+                 next.status().message());
+      (*gw)->CountReload(false);
+      continue;
+    }
+    (*gw)->ReloadTenancy(*next);
+    (*gw)->CountReload(true);
+  }
   log::Info("signal {}: stopping", sig);
   (*gw)->Stop();
   return 0;
@@ -114,6 +132,8 @@ int main(int argc, char** argv) {
   auto* validate = cfg->add_subcommand("validate", "Validate a v1 configuration file");
   std::string validate_path;
   validate->add_option("file", validate_path, "The file")->required();
+  auto* hash_key = cfg->add_subcommand(
+      "hash-key", "Print the SHA-256 of an API key read from standard input (for apiKeySha256)");
 
   CLI11_PARSE(app, argc, argv);
   if (verbose) log::SetLevel(log::Level::kDebug);
@@ -122,6 +142,16 @@ int main(int argc, char** argv) {
   if (*sim_cmd) return sim::RunSim(sim_flags);
   if (*plan_cmd) return plan::RunPlan(plan_flags);
   if (*bench_cmd) return bench::RunBench(bench_flags);
+  if (*hash_key) {
+    std::string key((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();
+    if (key.empty()) {
+      std::cerr << "error: no key on standard input\n";
+      return 2;
+    }
+    std::cout << gateway::Sha256Hex(key) << "\n";
+    return 0;
+  }
   if (*validate) {
     auto g = LoadConfig(validate_path);
     if (!g.ok()) {

@@ -336,6 +336,8 @@ void Gateway::ReloadTenancy(const config::Gateway& cfg) {
   }
 }
 
+void Gateway::CountReload(bool ok) { metrics_.reloads->With({ok ? "ok" : "error"})->Inc(); }
+
 std::string Gateway::ModelsJson() const {
   json data = json::array();
   for (const auto& p : pools_) {

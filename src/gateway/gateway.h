@@ -43,6 +43,8 @@ class Gateway {
   // settings) without a restart; requests waiting in the queues keep their places. Other
   // changes in `cfg` are not applied (logged). Thread-safe.
   void ReloadTenancy(const config::Gateway& cfg);
+  // Counts a reload attempt in infergrid_config_reloads_total{result}.
+  void CountReload(bool ok);
 
  private:
   explicit Gateway(config::Gateway cfg);

@@ -88,6 +88,10 @@ GatewayMetrics::GatewayMetrics(metrics::Registry* r)
                                   "Requests refused for their credentials, by reason "
                                   "(missing_key, unknown_key, unknown_tenant, "
                                   "invalid_priority_class, priority_not_allowed).",
-                                  {"reason"})) {}
+                                  {"reason"})),
+      reloads(r->AddCounter("infergrid_config_reloads_total",
+                            "Configuration reloads (SIGHUP), by result; a failed one leaves the "
+                            "running configuration in place.",
+                            {"result"})) {}
 
 }  // namespace infergrid::gateway

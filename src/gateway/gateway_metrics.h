@@ -29,6 +29,7 @@ struct GatewayMetrics {
   metrics::HistogramFamily* tenant_wait;    // tenant, class: time in the gateway's queue
   metrics::CounterFamily* tenant_tokens;    // tenant, class, kind (prompt, completion)
   metrics::CounterFamily* auth_failures;    // reason
+  metrics::CounterFamily* reloads;          // result: ok, error
 };
 
 // Latency buckets in seconds, from 5 ms to 2 minutes.

@@ -112,8 +112,20 @@ Result<ServerUrl> ParseEndpoint(const std::string& url) {
 // The hardware of a simulated server, for infergrid's config and the sim's flags.
 std::string HardwareYaml(const plan::ServerGroup& g) {
   const auto& o = g.options;
-  return fmt::format("{{accelerator: {}, model: {}, tp: {}, pricePerHour: {}}}",
-                     o.accelerator->name, o.model->name, o.tp, g.price_per_hour);
+  // Everything that sizes its KV cache and batch, so the gateway's KV reservation (flow
+  // control) and its scorers see the servers as they are.
+  std::string y = fmt::format(
+      "{{accelerator: {}, model: {}, tp: {}, dtype: {}, kvCacheDtype: {}, "
+      "gpuMemoryUtilization: {}, blockSize: {}, pricePerHour: {}",
+      o.accelerator->name, o.model->name, o.tp,
+      o.dtype == engine_model::Dtype::kFp8 ? "fp8" : "bf16", o.kv_bytes == 1 ? "fp8" : "auto",
+      o.gpu_memory_utilization, o.block_size, g.price_per_hour);
+  if (o.max_num_seqs > 0) y += fmt::format(", maxNumSeqs: {}", o.max_num_seqs);
+  if (o.max_num_batched_tokens > 0)
+    y += fmt::format(", maxNumBatchedTokens: {}", o.max_num_batched_tokens);
+  if (o.num_gpu_blocks_override > 0)
+    y += fmt::format(", kvCacheTokens: {}", uint64_t{o.num_gpu_blocks_override} * o.block_size);
+  return y + "}";
 }
 
 std::vector<std::string> SimArgs(const std::string& self, const plan::ServerGroup& g,

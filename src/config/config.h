@@ -166,7 +166,7 @@ struct Saturation {
   // The gateway reserves each in-flight request's prompt plus expected output in the
   // endpoint's KV cache (when its size is known) and reads its scraped usage; above this
   // fraction it is full.
-  double kv_cache_utilization = 0.9;
+  double kv_cache_utilization = 0.95;
   uint32_t queue_depth = 5;  // scraped vllm:num_requests_waiting at or above this: full
   uint32_t output_tokens_estimate = 256;  // for requests without max_tokens
 };

@@ -4,12 +4,21 @@
 
 namespace infergrid::gateway {
 
-void EndpointState::OnStart(uint32_t prompt_tokens, uint32_t prefill_tokens, uint32_t kv_tokens) {
+LiveRequest* EndpointState::OnStart(uint32_t prompt_tokens, uint32_t prefill_tokens,
+                                    uint32_t max_output_tokens) {
+  LiveRequest* live;
+  {
+    std::lock_guard lock(live_mu_);
+    live = &live_.emplace_back();
+    live->prompt_tokens = prompt_tokens;
+    live->max_output_tokens = max_output_tokens;
+  }
   in_flight_.fetch_add(1, std::memory_order_relaxed);
-  kv_tokens_.fetch_add(kv_tokens, std::memory_order_relaxed);
+  kv_tokens_.fetch_add(uint64_t{prompt_tokens} + max_output_tokens, std::memory_order_relaxed);
   in_flight_tokens_.fetch_add(prompt_tokens, std::memory_order_relaxed);
   prefilling_.fetch_add(1, std::memory_order_relaxed);
   prefill_tokens_.fetch_add(prefill_tokens, std::memory_order_relaxed);
+  return live;
 }
 
 void EndpointState::OnFirstToken(uint32_t prefill_tokens) {
@@ -17,12 +26,33 @@ void EndpointState::OnFirstToken(uint32_t prefill_tokens) {
   prefill_tokens_.fetch_sub(prefill_tokens, std::memory_order_relaxed);
 }
 
-void EndpointState::OnFinish(uint32_t prompt_tokens, uint32_t prefill_tokens, uint32_t kv_tokens,
-                             bool prefilling) {
+void EndpointState::OnFinish(LiveRequest* live, uint32_t prefill_tokens, bool prefilling) {
   if (prefilling) OnFirstToken(prefill_tokens);
-  kv_tokens_.fetch_sub(kv_tokens, std::memory_order_relaxed);
+  const uint32_t prompt_tokens = live->prompt_tokens;
+  kv_tokens_.fetch_sub(uint64_t{prompt_tokens} + live->max_output_tokens,
+                       std::memory_order_relaxed);
+  {
+    std::lock_guard lock(live_mu_);
+    for (auto it = live_.begin(); it != live_.end(); ++it) {
+      if (&*it == live) {
+        live_.erase(it);
+        break;
+      }
+    }
+  }
   in_flight_.fetch_sub(1, std::memory_order_relaxed);
   in_flight_tokens_.fetch_sub(prompt_tokens, std::memory_order_relaxed);
+}
+
+double EndpointState::PeakKvWith(uint32_t prompt_tokens, uint32_t max_output_tokens) const {
+  std::lock_guard lock(live_mu_);
+  peak_scratch_.clear();
+  for (const auto& r : live_) {
+    uint32_t g = std::min(r.generated.load(std::memory_order_relaxed), r.max_output_tokens);
+    peak_scratch_.push_back({double(r.prompt_tokens) + g, double(r.max_output_tokens - g)});
+  }
+  peak_scratch_.push_back({double(prompt_tokens), double(max_output_tokens)});
+  return scheduling::flow::PeakKvTokens(peak_scratch_);
 }
 
 void EndpointState::RecordTtft(double seconds) {
@@ -111,12 +141,12 @@ double PoolState::Now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_).count();
 }
 
-PoolState::Pick PoolState::Schedule(const RequestInfo& req, uint32_t kv_tokens) {
+PoolState::Pick PoolState::Schedule(const RequestInfo& req, uint32_t output_tokens) {
   std::lock_guard lock(mu_);
-  return ScheduleLocked(req, kv_tokens, /*only_with_room=*/false);
+  return ScheduleLocked(req, output_tokens, /*only_with_room=*/false);
 }
 
-PoolState::Pick PoolState::ScheduleLocked(const RequestInfo& req, uint32_t kv_tokens,
+PoolState::Pick PoolState::ScheduleLocked(const RequestInfo& req, uint32_t output_tokens,
                                           bool only_with_room) {
   Pick pick;
   auto now = std::chrono::steady_clock::now();
@@ -129,7 +159,10 @@ PoolState::Pick PoolState::ScheduleLocked(const RequestInfo& req, uint32_t kv_to
     roomy_.clear();
     bool any_healthy = false;
     for (const auto& e : scratch_) {
-      auto full = scheduling::flow::RoomFor(e, kv_tokens, thresholds_);
+      double peak = e.capacity.kv_cache_tokens > 0
+                        ? endpoints_[e.index]->PeakKvWith(req.prompt_tokens_estimate, output_tokens)
+                        : 0;
+      auto full = scheduling::flow::RoomFor(e, peak, thresholds_);
       any_healthy = any_healthy || full != scheduling::flow::Full::kUnhealthy;
       if (full == scheduling::flow::Full::kNone) roomy_.push_back(e);
     }
@@ -152,8 +185,8 @@ PoolState::Pick PoolState::ScheduleLocked(const RequestInfo& req, uint32_t kv_to
   pick.endpoint = endpoints_[pick.index];
   double cached = std::min<double>(d.cached_tokens, req.prompt_tokens_estimate);
   pick.prefill_tokens = req.prompt_tokens_estimate - static_cast<uint32_t>(cached);
-  pick.kv_tokens = kv_tokens;
-  pick.endpoint->OnStart(req.prompt_tokens_estimate, pick.prefill_tokens, kv_tokens);
+  pick.output_tokens = output_tokens;
+  pick.live = pick.endpoint->OnStart(req.prompt_tokens_estimate, pick.prefill_tokens, output_tokens);
   return pick;
 }
 
@@ -184,7 +217,7 @@ void PoolState::DispatchLocked() {
   double now = Now();
   while (const auto* next = queue_.Peek(now)) {
     auto* w = static_cast<Waiter*>(next->user);
-    Pick pick = ScheduleLocked(w->info, w->kv_tokens, /*only_with_room=*/true);
+    Pick pick = ScheduleLocked(w->info, w->output_tokens, /*only_with_room=*/true);
     if (pick.endpoint == nullptr && pick.reason == "saturated") {
       saturated_.store(true, std::memory_order_relaxed);
       return;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,6 +34,14 @@ struct ScrapedMetrics {
   SteadyTime at{};
 };
 
+// A request in flight on an endpoint, as its KV cache sees it: its prompt, the most it may
+// generate, and what it has generated so far (updated by its handler as tokens stream back).
+struct LiveRequest {
+  uint32_t prompt_tokens = 0;
+  uint32_t max_output_tokens = 0;
+  std::atomic<uint32_t> generated{0};
+};
+
 class EndpointState {
  public:
   EndpointState(size_t id, std::string pool, config::Endpoint cfg, http::HostPort target)
@@ -45,13 +54,16 @@ class EndpointState {
   const http::HostPort& target() const { return target_; }
 
   // A request was sent: `prefill_tokens` of its prompt are expected not to be cached there,
-  // and it may grow to `kv_tokens` in the server's KV cache (prompt plus expected output).
-  void OnStart(uint32_t prompt_tokens, uint32_t prefill_tokens, uint32_t kv_tokens);
+  // and it may generate `max_output_tokens`. The returned entry lives until OnFinish.
+  LiveRequest* OnStart(uint32_t prompt_tokens, uint32_t prefill_tokens,
+                       uint32_t max_output_tokens);
   // Its first token came back: its prefill no longer queues there.
   void OnFirstToken(uint32_t prefill_tokens);
   // It ended; `prefilling` if no first token ever came.
-  void OnFinish(uint32_t prompt_tokens, uint32_t prefill_tokens, uint32_t kv_tokens,
-                bool prefilling);
+  void OnFinish(LiveRequest* live, uint32_t prefill_tokens, bool prefilling);
+  // The most KV cache the in-flight requests and one more (`prompt_tokens`, up to
+  // `max_output_tokens` generated) would hold together (scheduling::flow::PeakKvTokens).
+  double PeakKvWith(uint32_t prompt_tokens, uint32_t max_output_tokens) const;
   void RecordTtft(double seconds);
 
   // Reachability: false after a failed connect (by a request or a scrape), true after success.
@@ -85,6 +97,9 @@ class EndpointState {
   std::atomic<uint64_t> prefill_tokens_{0};
   std::atomic<uint64_t> kv_tokens_{0};
   std::atomic<bool> reachable_{true};
+  mutable std::mutex live_mu_;
+  std::list<LiveRequest> live_;
+  mutable std::vector<scheduling::flow::RunningRequest> peak_scratch_;  // under live_mu_
   mutable std::mutex mu_;
   double ttft_ewma_ = 0;
   bool have_ttft_ = false;
@@ -117,13 +132,14 @@ class PoolState {
     std::string reason;
     bool used_stale_metrics = false;  // a scorer wanted metrics that were missing or stale
     uint32_t prefill_tokens = 0;      // the prompt less what the endpoint is expected to hold
-    uint32_t kv_tokens = 0;           // what it reserves there: prompt plus expected output
+    uint32_t output_tokens = 0;       // the most it may generate
+    LiveRequest* live = nullptr;      // its entry on the endpoint, for OnFinish
   };
   // Snapshots the endpoints and runs the scheduler; the chosen endpoint's in-flight
   // accounting is taken before the lock is released, so concurrent decisions see each other.
   // Serialised per pool. The caller must call endpoint->OnFinish() when the request ends
   // (and OnFirstToken() when its first token comes back), then Dispatch().
-  Pick Schedule(const RequestInfo& req, uint32_t kv_tokens);
+  Pick Schedule(const RequestInfo& req, uint32_t output_tokens);
 
   // A request waiting for admission. Shared by its handler (on its worker thread) and
   // whichever thread admits it: `timer` is woken (cancelled, on its own executor) when it is
@@ -132,7 +148,7 @@ class PoolState {
     explicit Waiter(http::asio::any_io_executor ex) : timer(std::move(ex)) {}
     http::asio::steady_timer timer;
     RequestInfo info;
-    uint32_t kv_tokens = 0;
+    uint32_t output_tokens = 0;  // the most it may generate (max_tokens, else an estimate)
     uint64_t id = 0;
     double queued_at = 0;  // on the pool's clock
     bool released = false;
@@ -174,7 +190,7 @@ class PoolState {
   bool Ready() const;
 
  private:
-  Pick ScheduleLocked(const RequestInfo& req, uint32_t kv_tokens, bool only_with_room);
+  Pick ScheduleLocked(const RequestInfo& req, uint32_t output_tokens, bool only_with_room);
   void DispatchLocked();
 
   config::Pool cfg_;

@@ -536,7 +536,7 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
     tcp::socket& client = ex.stream().socket();
     auto w = std::make_shared<PoolState::Waiter>(client.get_executor());
     w->info = std::move(info);
-    w->kv_tokens = kv_tokens;
+    w->output_tokens = output_estimate;
     scheduling::flow::FairQueue::Arrival a;
     a.tenant = tenant;
     a.klass = klass;
@@ -631,8 +631,7 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
     info = std::move(w->info);
     if (w->client_gone && pick.endpoint != nullptr) {
       // Released just as its client left: give the endpoint's place back.
-      pick.endpoint->OnFinish(info.prompt_tokens_estimate, pick.prefill_tokens, pick.kv_tokens,
-                              true);
+      pick.endpoint->OnFinish(pick.live, pick.prefill_tokens, true);
       pool->Dispatch();
       metrics_.tenant_shed->With({tenant, klass, "client_gone"})->Inc();
       metrics_.client_disconnects->With({"queued"})->Inc();
@@ -640,7 +639,7 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
       co_return;
     }
   } else {
-    pick = pool->Schedule(info, kv_tokens);
+    pick = pool->Schedule(info, output_estimate);
   }
   if (pick.used_stale_metrics && cfg_.scrape.enabled)
     metrics_.stale_metrics->With({info.pool})->Inc();
@@ -666,15 +665,21 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
     struct InFlight {
       EndpointState* ep;
       PoolState* pool;
-      uint32_t tokens, prefill, kv;
+      LiveRequest* live;
+      uint32_t prefill;
       bool prefilling = true;
       ~InFlight() {
-        ep->OnFinish(tokens, prefill, kv, prefilling);
+        ep->OnFinish(live, prefill, prefilling);
         pool->Dispatch();  // its place may be the room a queued request waits for
       }
-    } in_flight{ep, pool, info.prompt_tokens_estimate, pick.prefill_tokens, pick.kv_tokens};
+    } in_flight{ep, pool, pick.live, pick.prefill_tokens};
     ProxyHooks hooks;
-    hooks.on_body = [&usage](std::string_view piece) { usage.Feed(piece); };
+    hooks.on_body = [&usage, live = pick.live](std::string_view piece) {
+      usage.Feed(piece);
+      // Each content event is a token the request now holds in the server's KV cache.
+      live->generated.store(static_cast<uint32_t>(usage.stream_events()),
+                            std::memory_order_relaxed);
+    };
     hooks.on_retry = [&] { metrics_.retries->With({ep->url()})->Inc(); };
     hooks.on_first_body = [&] {
       in_flight.prefilling = false;

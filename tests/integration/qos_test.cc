@@ -395,8 +395,8 @@ TEST_F(QosTest, ContinuingSessionsGoBeforeNewOnesWhenSaturated) {
 }
 
 TEST_F(QosTest, TheKvCacheIsReservedForPromptsAndOutputs) {
-  // A server whose KV cache holds 1,000 tokens: requests of ~300 (prompt plus max_tokens)
-  // run three at a time at most (90% of it), the rest wait in the gateway.
+  // A server whose KV cache holds 1,000 tokens: requests of ~330 (prompt plus max_tokens)
+  // run two at a time (three would pass 95% of it), the rest wait in the gateway.
   fake_ = std::make_unique<FakeVllm>(FakeVllmOptions{});
   ASSERT_TRUE(fake_->Start().ok());
   std::string yaml =
@@ -414,7 +414,7 @@ TEST_F(QosTest, TheKvCacheIsReservedForPromptsAndOutputs) {
   ASSERT_TRUE(gw_->Start().ok());
   port_ = gw_->port();
   const std::string body =
-      R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":290})";
+      R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":320})";
   std::atomic<int64_t> most{0};
   std::atomic<bool> done{false};
   std::thread watch([&] {

@@ -1,5 +1,7 @@
 #include "scheduling/flow_control/saturation.h"
 
+#include <algorithm>
+
 namespace infergrid::scheduling::flow {
 
 std::string_view FullName(Full f) {
@@ -20,14 +22,28 @@ std::string_view FullName(Full f) {
   return "none";
 }
 
-Full RoomFor(const EndpointSnapshot& e, double kv_tokens, const SaturationThresholds& t) {
+double PeakKvTokens(std::vector<RunningRequest>& running) {
+  // Sorted by remaining tokens, the requests still running at the step the j-th ends are
+  // those from j on: they hold their current tokens plus that many more each.
+  std::sort(running.begin(), running.end(), [](const auto& a, const auto& b) {
+    return a.remaining_tokens < b.remaining_tokens;
+  });
+  double suffix = 0, peak = 0;
+  for (size_t j = running.size(); j-- > 0;) {
+    suffix += running[j].kv_tokens;
+    double at = suffix + static_cast<double>(running.size() - j) * running[j].remaining_tokens;
+    peak = std::max(peak, at);
+  }
+  return peak;
+}
+
+Full RoomFor(const EndpointSnapshot& e, double peak_kv_tokens, const SaturationThresholds& t) {
   if (!e.healthy) return Full::kUnhealthy;
   if (e.in_flight == 0) return Full::kNone;
   uint32_t max_requests = t.max_requests > 0 ? t.max_requests : e.capacity.max_num_seqs;
   if (max_requests > 0 && e.in_flight >= max_requests) return Full::kRequests;
   if (e.capacity.kv_cache_tokens > 0 &&
-      static_cast<double>(e.in_flight_kv_tokens) + kv_tokens >
-          t.kv_cache_utilization * static_cast<double>(e.capacity.kv_cache_tokens)) {
+      peak_kv_tokens > t.kv_cache_utilization * static_cast<double>(e.capacity.kv_cache_tokens)) {
     return Full::kKvReserved;
   }
   if (e.metrics_fresh) {

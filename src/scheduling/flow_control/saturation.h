@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "infergrid/endpoint.h"
 
@@ -15,7 +16,7 @@ namespace infergrid::scheduling::flow {
 
 struct SaturationThresholds {
   uint32_t max_requests = 0;  // 0: the endpoint's max_num_seqs when known, else unbounded
-  double kv_cache_utilization = 0.9;
+  double kv_cache_utilization = 0.95;
   uint32_t queue_depth = 5;  // 0: not checked
 };
 
@@ -23,9 +24,24 @@ struct SaturationThresholds {
 enum class Full { kNone, kUnhealthy, kRequests, kKvReserved, kKvUsage, kQueueDepth };
 std::string_view FullName(Full f);
 
-// `kv_tokens`: what the request would reserve there (its prompt plus expected output). An
-// endpoint with nothing in flight always has room for one request (however large), so a
-// request larger than any server is sent rather than held forever.
-Full RoomFor(const EndpointSnapshot& e, double kv_tokens, const SaturationThresholds& t);
+// A request running on a server, as the KV cache sees it: what it holds now (prompt plus the
+// tokens generated so far) and how many more tokens it may generate (its max_tokens left).
+struct RunningRequest {
+  double kv_tokens = 0;
+  double remaining_tokens = 0;
+};
+
+// The most KV cache `running` will hold at once if each gains a token per decode step until
+// it has no tokens left (then its blocks are freed): the peak over the steps at which one of
+// them ends. A server that admits a request only while this stays within its cache never
+// has to preempt (vLLM preempts when a running request needs a block and none is free).
+// Reorders `running`.
+double PeakKvTokens(std::vector<RunningRequest>& running);
+
+// `peak_kv_tokens`: the most KV cache the endpoint's in-flight requests and this one would
+// hold together (PeakKvTokens). An endpoint with nothing in flight always has room for one
+// request (however large), so a request larger than any server is sent rather than held
+// forever.
+Full RoomFor(const EndpointSnapshot& e, double peak_kv_tokens, const SaturationThresholds& t);
 
 }  // namespace infergrid::scheduling::flow

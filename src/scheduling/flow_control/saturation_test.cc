@@ -22,12 +22,12 @@ TEST(Saturation, EachBoundFillsAnEndpoint) {
   EXPECT_EQ(RoomFor(e, 1000, t), Full::kRequests);  // its max_num_seqs
   t.max_requests = 16;
   EXPECT_EQ(RoomFor(e, 1000, t), Full::kNone);  // the configured bound replaces it
-  // Prompt plus expected output reserved past 90% of its KV cache.
-  EXPECT_EQ(RoomFor(Busy(), 50001, t), Full::kKvReserved);
-  EXPECT_EQ(RoomFor(Busy(), 50000, t), Full::kNone);
+  // Its requests and this one would together hold more than 95% of its KV cache.
+  EXPECT_EQ(RoomFor(Busy(), 95001, t), Full::kKvReserved);
+  EXPECT_EQ(RoomFor(Busy(), 95000, t), Full::kNone);
   e = Busy();
   e.metrics_fresh = true;
-  e.kv_cache_usage = 0.95;
+  e.kv_cache_usage = 0.96;
   EXPECT_EQ(RoomFor(e, 1, t), Full::kKvUsage);
   e.kv_cache_usage = 0.1;
   e.num_requests_waiting = 5;
@@ -44,8 +44,7 @@ TEST(Saturation, AnIdleEndpointTakesEvenAnOversizedRequest) {
   e.capacity.kv_cache_tokens = 1000;
   EXPECT_EQ(RoomFor(e, 5000, {}), Full::kNone);
   e.in_flight = 1;
-  e.in_flight_kv_tokens = 10;
-  EXPECT_EQ(RoomFor(e, 5000, {}), Full::kKvReserved);
+  EXPECT_EQ(RoomFor(e, 5010, {}), Full::kKvReserved);
 }
 
 TEST(Saturation, UnknownCapacityIsBoundedOnlyByWhatIsKnown) {
@@ -53,6 +52,27 @@ TEST(Saturation, UnknownCapacityIsBoundedOnlyByWhatIsKnown) {
   e.in_flight = 1000;
   e.in_flight_kv_tokens = 1 << 30;
   EXPECT_EQ(RoomFor(e, 1e9, {}), Full::kNone);
+}
+
+TEST(Saturation, PeakKvIsWhenTheRequestsStillRunningHoldTheMost) {
+  std::vector<RunningRequest> none;
+  EXPECT_EQ(PeakKvTokens(none), 0);
+  // One request: it grows to its prompt plus all its output.
+  std::vector<RunningRequest> one = {{1000, 500}};
+  EXPECT_EQ(PeakKvTokens(one), 1500);
+  // A long request beside a short one: 2200 at step 100 (1100 + 1100), when the short one
+  // ends; the long one alone reaches only 1900. Less than the sum of their own peaks (3000).
+  std::vector<RunningRequest> two = {{1000, 900}, {1000, 100}};
+  EXPECT_EQ(PeakKvTokens(two), 2200);
+  std::vector<RunningRequest> late = {{100, 900}, {3000, 100}};
+  EXPECT_EQ(PeakKvTokens(late), 3300);  // at step 100: 200 + 3100
+  std::vector<RunningRequest> three = {{0, 1000}, {0, 1000}, {4000, 1}};
+  EXPECT_EQ(PeakKvTokens(three), 4003);  // at step 1: 4001 + 1 + 1
+  three = {{0, 1000}, {0, 1000}, {1000, 1}};
+  EXPECT_EQ(PeakKvTokens(three), 2000);  // at step 1000, the big one long gone
+  // Never more than the sum of every request's own peak.
+  std::vector<RunningRequest> mix = {{700, 30}, {50, 400}, {2000, 10}, {10, 10}};
+  EXPECT_LE(PeakKvTokens(mix), 730 + 450 + 2010 + 20);
 }
 
 }  // namespace

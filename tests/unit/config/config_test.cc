@@ -389,7 +389,7 @@ TEST(ConfigTenancy, Defaults) {
   EXPECT_TRUE(f.prefer_continuing_sessions);
   EXPECT_EQ(f.new_session_max_delay, std::chrono::seconds(10));
   EXPECT_EQ(f.saturation.max_requests_per_endpoint, 0u);
-  EXPECT_EQ(f.saturation.kv_cache_utilization, 0.9);
+  EXPECT_EQ(f.saturation.kv_cache_utilization, 0.95);
   EXPECT_EQ(f.saturation.queue_depth, 5u);
   EXPECT_EQ(f.saturation.output_tokens_estimate, 256u);
 

@@ -156,20 +156,13 @@ PoolState::Pick PoolState::ScheduleLocked(const RequestInfo& req, uint32_t outpu
   }
   std::span<const EndpointSnapshot> candidates = scratch_;
   if (only_with_room) {
-    roomy_.clear();
-    bool any_healthy = false;
-    for (const auto& e : scratch_) {
-      double peak = e.capacity.kv_cache_tokens > 0
-                        ? endpoints_[e.index]->PeakKvWith(req.prompt_tokens_estimate, output_tokens)
-                        : 0;
-      auto full = scheduling::flow::RoomFor(e, peak, thresholds_);
-      any_healthy = any_healthy || full != scheduling::flow::Full::kUnhealthy;
-      if (full == scheduling::flow::Full::kNone) roomy_.push_back(e);
-    }
-    // A pool with no healthy endpoint is down, not saturated: the scheduler says why, now.
-    if (!any_healthy) {
-      roomy_ = scratch_;
-    } else if (roomy_.empty()) {
+    bool wait = scheduling::flow::SelectWithRoom(
+        scratch_,
+        [&](size_t i) {
+          return endpoints_[i]->PeakKvWith(req.prompt_tokens_estimate, output_tokens);
+        },
+        thresholds_, &roomy_);
+    if (wait) {
       pick.reason = "saturated";
       return pick;
     }
@@ -186,7 +179,8 @@ PoolState::Pick PoolState::ScheduleLocked(const RequestInfo& req, uint32_t outpu
   double cached = std::min<double>(d.cached_tokens, req.prompt_tokens_estimate);
   pick.prefill_tokens = req.prompt_tokens_estimate - static_cast<uint32_t>(cached);
   pick.output_tokens = output_tokens;
-  pick.live = pick.endpoint->OnStart(req.prompt_tokens_estimate, pick.prefill_tokens, output_tokens);
+  pick.live =
+      pick.endpoint->OnStart(req.prompt_tokens_estimate, pick.prefill_tokens, output_tokens);
   return pick;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <memory>
 #include <queue>
@@ -10,6 +11,7 @@
 #include "engine_model/engine.h"
 #include "plan/policy.h"
 #include "plan/stats.h"
+#include "scheduling/flow_control/saturation.h"
 #include "workload/conversation.h"
 
 namespace infergrid::plan {
@@ -54,6 +56,9 @@ struct ClientState {
   std::unique_ptr<Client> client;
   workload::TokenConversation convo{16};
   std::optional<TurnPlan> next;
+  // A turn held in the gateway's queue (flow control): its plan and when it arrived.
+  std::optional<TurnPlan> held;
+  double held_since = 0;
   uint64_t last_session = 0;
   size_t last_server = SIZE_MAX;
 };
@@ -66,6 +71,7 @@ struct Req {
   uint32_t prompt_tokens = 0;
   uint32_t prefill_tokens = 0;  // the prompt less what the policy expected cached
   uint32_t produced = 0;
+  uint32_t output_tokens = 0;  // planned
   uint64_t output_seed = 0;
   bool measured = false;
   RequestInfo info;  // without the prompt, for OnCompleted
@@ -89,6 +95,17 @@ class Simulation {
     }
     PolicyContext ctx{&fleet_, engines_, o_.seed};
     IG_ASSIGN_OR_RETURN(policy_, MakePolicy(policy, ctx, gateway));
+    // infergrid's own profiles come with its flow control, as the live gateway runs them:
+    // a turn that no server has room for waits in the gateway (docs/qos.md).
+    flow_ = (policy == "infergrid" || policy.rfind("profile:", 0) == 0) &&
+            (gateway == nullptr || gateway->flow_control.enabled);
+    if (gateway != nullptr) {
+      const auto& sat = gateway->flow_control.saturation;
+      thresholds_.max_requests = sat.max_requests_per_endpoint;
+      thresholds_.kv_cache_utilization = sat.kv_cache_utilization;
+      thresholds_.queue_depth = sat.queue_depth;
+    }
+    live_.resize(servers_.size());
     snaps_.resize(servers_.size());
     for (size_t i = 0; i < servers_.size(); ++i) {
       snaps_[i].index = i;
@@ -107,6 +124,10 @@ class Simulation {
   void StartClients();
   void ScheduleNext(uint32_t c, double t);
   void OnTurn(uint32_t c, double t);
+  // Routes client c's turn `plan` (arrived at `arrival`) now, at t; false if flow control
+  // holds it (no server has room).
+  bool RouteTurn(uint32_t c, const TurnPlan& plan, double arrival, double t);
+  void ReleaseHeld(double t);
   void OnStepEnd(uint32_t s, double t);
   void StartStep(uint32_t s, double t);
   void Complete(uint32_t slot, double t, bool ok);
@@ -135,6 +156,13 @@ class Simulation {
   uint64_t in_flight_ = 0;
   RequestInfo info_;
   std::vector<uint32_t> scratch_tokens_;
+  // Flow control (infergrid's policies only).
+  bool flow_ = false;
+  scheduling::flow::SaturationThresholds thresholds_;
+  std::deque<uint32_t> held_;                // clients whose turn waits, in arrival order
+  std::vector<std::vector<uint32_t>> live_;  // per server: its requests' slots
+  std::vector<EndpointSnapshot> roomy_;
+  std::vector<scheduling::flow::RunningRequest> peak_scratch_;
 
   // Measurements.
   std::vector<double> ttft_, e2e_;
@@ -199,6 +227,26 @@ void Simulation::OnTurn(uint32_t c, double t) {
   cs.next.reset();
   if (plan.new_session) cs.convo.Clear();
   for (const auto& seg : plan.append) cs.convo.AppendSegment(seg);
+  if (!held_.empty() || !RouteTurn(c, plan, t, t)) {
+    // Behind others already waiting, or no room: it waits its turn (FIFO).
+    cs.held = std::move(plan);
+    cs.held_since = t;
+    held_.push_back(c);
+  }
+}
+
+void Simulation::ReleaseHeld(double t) {
+  while (!held_.empty()) {
+    uint32_t c = held_.front();
+    ClientState& cs = clients_[c];
+    if (!RouteTurn(c, *cs.held, cs.held_since, t)) return;
+    held_.pop_front();
+    cs.held.reset();
+  }
+}
+
+bool Simulation::RouteTurn(uint32_t c, const TurnPlan& plan, double arrival, double t) {
+  ClientState& cs = clients_[c];
   const uint64_t prompt_len = cs.convo.length();
 
   info_.api = ApiKind::kChatCompletions;
@@ -225,16 +273,34 @@ void Simulation::OnTurn(uint32_t c, double t) {
     e.num_requests_waiting = s.waiting;
     e.kv_cache_usage = s.kv;
   }
+  std::span<const EndpointSnapshot> candidates = snaps_;
+  if (flow_) {
+    // As the gateway judges room: the peak KV of what it has in flight there plus this turn,
+    // each request growing to the max_tokens the bench sends (its planned output).
+    auto peak_kv = [&](size_t i) {
+      peak_scratch_.clear();
+      for (uint32_t slot : live_[i]) {
+        const Req& q = reqs_[slot];
+        uint32_t done = std::min(q.produced, q.output_tokens);
+        peak_scratch_.push_back({double(q.prompt_tokens) + done, double(q.output_tokens - done)});
+      }
+      peak_scratch_.push_back({double(prompt_len), double(plan.output_tokens)});
+      return scheduling::flow::PeakKvTokens(peak_scratch_);
+    };
+    if (scheduling::flow::SelectWithRoom(snaps_, peak_kv, thresholds_, &roomy_)) return false;
+    candidates = roomy_;
+  }
   const uint64_t id = next_request_id_++;
   auto d0 = Clock::now();
-  std::optional<Routed> pick = policy_->Route(id, info_, snaps_);
+  std::optional<Routed> pick = policy_->Route(id, info_, candidates);
   decision_s_ += std::chrono::duration<double>(Clock::now() - d0).count();
   ++decisions_;
+  if (pick) pick->server = candidates[pick->server].index;
 
   if (!pick || prompt_len + 1 > max_model_len_[pick->server]) {
     ++rejected_;  // vLLM would answer 400 (too long); the client goes on
     ScheduleNext(c, t);
-    return;
+    return true;
   }
   const uint32_t s = static_cast<uint32_t>(pick->server);
 
@@ -268,7 +334,7 @@ void Simulation::OnTurn(uint32_t c, double t) {
   q.client = c;
   q.server = s;
   q.id = id;
-  q.arrival = t;
+  q.arrival = arrival;
   q.first = -1;
   q.last = t;
   q.prompt_tokens = info_.prompt_tokens_estimate;
@@ -276,7 +342,8 @@ void Simulation::OnTurn(uint32_t c, double t) {
       std::max(0.0, q.prompt_tokens - std::min<double>(q.prompt_tokens, pick->cached_tokens)));
   q.produced = 0;
   q.output_seed = plan.output_seed;
-  q.measured = InWindow(t);
+  q.measured = InWindow(arrival);
+  q.output_tokens = out;
   q.info.session_key = plan.session_key;
   q.info.prompt_tokens_estimate = info_.prompt_tokens_estimate;
   q.info.max_tokens = info_.max_tokens;
@@ -289,7 +356,9 @@ void Simulation::OnTurn(uint32_t c, double t) {
   server.prompt_tokens += q.prompt_tokens;
   server.prefill_tokens += q.prefill_tokens;
   ++in_flight_;
+  live_[s].push_back(slot);
   if (!server.busy) StartStep(s, t);
+  return true;
 }
 
 void Simulation::StartStep(uint32_t s, double t) {
@@ -339,6 +408,8 @@ void Simulation::Complete(uint32_t slot, double t, bool ok) {
   --server.in_flight;
   server.prompt_tokens -= q.prompt_tokens;
   --in_flight_;
+  auto& live = live_[q.server];
+  live.erase(std::find(live.begin(), live.end(), slot));
   Completion c;
   c.ok = ok;
   c.ttft_seconds = q.first >= 0 ? q.first - q.arrival : -1;
@@ -353,6 +424,7 @@ void Simulation::Complete(uint32_t slot, double t, bool ok) {
   uint32_t client = q.client;
   free_reqs_.push_back(slot);
   ScheduleNext(client, t);
+  if (flow_) ReleaseHeld(t);  // its place may be the room the next waits for
 }
 
 PolicyReport Simulation::Run() {
@@ -394,6 +466,7 @@ PolicyReport Simulation::Run() {
           s.waiting = static_cast<double>(s.engine->num_waiting());
           s.kv = s.engine->kv_usage();
         }
+        if (flow_) ReleaseHeld(e.t);
         if (e.t < w_.duration_s || in_flight_ > 0)
           Push(e.t + o_.scrape_interval_s, Kind::kScrape, 0);
         break;
@@ -415,6 +488,11 @@ PolicyReport Simulation::Run() {
     if (!live[i] || !reqs_[i].measured) continue;
     ++r.unfinished;
     if (reqs_[i].first < 0) ttft_.push_back(now - reqs_[i].arrival);
+  }
+  for (uint32_t c : held_) {  // still waiting in the gateway
+    if (!InWindow(clients_[c].held_since)) continue;
+    ++r.unfinished;
+    ttft_.push_back(now - clients_[c].held_since);
   }
   r.requests = e2e_.size();
   r.rejected = rejected_;

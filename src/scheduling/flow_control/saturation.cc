@@ -14,6 +14,8 @@ std::string_view FullName(Full f) {
       return "requests";
     case Full::kKvReserved:
       return "kv_reserved";
+    case Full::kBatchFull:
+      return "batch_full";
     case Full::kKvUsage:
       return "kv_usage";
     case Full::kQueueDepth:
@@ -25,9 +27,8 @@ std::string_view FullName(Full f) {
 double PeakKvTokens(std::vector<RunningRequest>& running) {
   // Sorted by remaining tokens, the requests still running at the step the j-th ends are
   // those from j on: they hold their current tokens plus that many more each.
-  std::sort(running.begin(), running.end(), [](const auto& a, const auto& b) {
-    return a.remaining_tokens < b.remaining_tokens;
-  });
+  std::sort(running.begin(), running.end(),
+            [](const auto& a, const auto& b) { return a.remaining_tokens < b.remaining_tokens; });
   double suffix = 0, peak = 0;
   for (size_t j = running.size(); j-- > 0;) {
     suffix += running[j].kv_tokens;
@@ -40,11 +41,13 @@ double PeakKvTokens(std::vector<RunningRequest>& running) {
 Full RoomFor(const EndpointSnapshot& e, double peak_kv_tokens, const SaturationThresholds& t) {
   if (!e.healthy) return Full::kUnhealthy;
   if (e.in_flight == 0) return Full::kNone;
-  uint32_t max_requests = t.max_requests > 0 ? t.max_requests : e.capacity.max_num_seqs;
-  if (max_requests > 0 && e.in_flight >= max_requests) return Full::kRequests;
+  if (t.max_requests > 0 && e.in_flight >= t.max_requests) return Full::kRequests;
   if (e.capacity.kv_cache_tokens > 0 &&
       peak_kv_tokens > t.kv_cache_utilization * static_cast<double>(e.capacity.kv_cache_tokens)) {
     return Full::kKvReserved;
+  }
+  if (e.capacity.max_num_seqs > 0 && e.in_flight >= e.capacity.max_num_seqs) {
+    return Full::kBatchFull;
   }
   if (e.metrics_fresh) {
     if (e.kv_cache_usage >= t.kv_cache_utilization) return Full::kKvUsage;

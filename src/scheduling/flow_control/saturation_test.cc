@@ -19,9 +19,12 @@ TEST(Saturation, EachBoundFillsAnEndpoint) {
   EXPECT_EQ(RoomFor(Busy(), 1000, t), Full::kNone);
   auto e = Busy();
   e.in_flight = 8;
-  EXPECT_EQ(RoomFor(e, 1000, t), Full::kRequests);  // its max_num_seqs
-  t.max_requests = 16;
-  EXPECT_EQ(RoomFor(e, 1000, t), Full::kNone);  // the configured bound replaces it
+  EXPECT_EQ(RoomFor(e, 1000, t), Full::kBatchFull);  // its max_num_seqs: busy, not a bound
+  EXPECT_FALSE(IsHard(Full::kBatchFull));
+  t.max_requests = 8;
+  EXPECT_EQ(RoomFor(e, 1000, t), Full::kRequests);  // a configured bound is hard
+  EXPECT_TRUE(IsHard(Full::kRequests));
+  t.max_requests = 0;
   // Its requests and this one would together hold more than 95% of its KV cache.
   EXPECT_EQ(RoomFor(Busy(), 95001, t), Full::kKvReserved);
   EXPECT_EQ(RoomFor(Busy(), 95000, t), Full::kNone);
@@ -73,6 +76,29 @@ TEST(Saturation, PeakKvIsWhenTheRequestsStillRunningHoldTheMost) {
   // Never more than the sum of every request's own peak.
   std::vector<RunningRequest> mix = {{700, 30}, {50, 400}, {2000, 10}, {10, 10}};
   EXPECT_LE(PeakKvTokens(mix), 730 + 450 + 2010 + 20);
+}
+
+TEST(Saturation, RequestsGoToBusyEndpointsButNeverPastAHardBound) {
+  SaturationThresholds t;
+  std::vector<EndpointSnapshot> eps(3, Busy());
+  for (size_t i = 0; i < eps.size(); ++i) eps[i].index = i;
+  eps[0].metrics_fresh = true;
+  eps[0].num_requests_waiting = 9;                 // busy (soft)
+  std::vector<double> peak = {1000, 99000, 1000};  // endpoint 1 would pass its KV (hard)
+  auto peak_of = [&](size_t i) { return peak[i]; };
+  std::vector<EndpointSnapshot> out;
+  EXPECT_FALSE(SelectWithRoom(eps, peak_of, t, &out));
+  ASSERT_EQ(out.size(), 2u);  // the busy one stays a candidate: its cache may be the best
+  EXPECT_EQ(out[0].index, 0u);
+  EXPECT_EQ(out[1].index, 2u);
+  // Every endpoint busy or at a bound: the request waits.
+  eps[2].metrics_fresh = true;
+  eps[2].kv_cache_usage = 0.99;
+  EXPECT_TRUE(SelectWithRoom(eps, peak_of, t, &out));
+  // Every endpoint down: not saturated; the scheduler gets them all, to say why.
+  for (auto& e : eps) e.healthy = false;
+  EXPECT_FALSE(SelectWithRoom(eps, peak_of, t, &out));
+  EXPECT_EQ(out.size(), 3u);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 # The README's two commands: `make demo` and `make test`. Each installs what is missing first.
-.PHONY: deps build test test-asan demo bench bench-live bench-sim bench-scheduler clean
+.PHONY: deps build test test-asan demo bench bench-live bench-overload bench-sim bench-scheduler clean
 
 JOBS ?= $(shell nproc)
 
@@ -28,6 +28,9 @@ bench: build
 
 bench-live: build
 	bench/live/run.sh
+
+bench-overload: build
+	bench/live/overload.sh
 
 bench-sim: build
 	bench/sim-capacity/run.sh

@@ -89,6 +89,8 @@ int RunGateway(const std::string& config_path, const std::string& model,
     }
     (*gw)->ReloadTenancy(*next);
     (*gw)->CountReload(true);
+    log::Info("SIGHUP: tenancy and flowControl reloaded from {}; other sections need a restart",
+              config_path);
   }
   log::Info("signal {}: stopping", sig);
   (*gw)->Stop();

@@ -48,8 +48,10 @@ double EndpointState::PeakKvWith(uint32_t prompt_tokens, uint32_t max_output_tok
   std::lock_guard lock(live_mu_);
   peak_scratch_.clear();
   for (const auto& r : live_) {
-    uint32_t g = std::min(r.generated.load(std::memory_order_relaxed), r.max_output_tokens);
-    peak_scratch_.push_back({double(r.prompt_tokens) + g, double(r.max_output_tokens - g)});
+    // One that generates past its estimate (no max_tokens) holds what it has generated.
+    uint32_t g = r.generated.load(std::memory_order_relaxed);
+    peak_scratch_.push_back({double(r.prompt_tokens) + g,
+                             double(r.max_output_tokens - std::min(g, r.max_output_tokens))});
   }
   peak_scratch_.push_back({double(prompt_tokens), double(max_output_tokens)});
   return scheduling::flow::PeakKvTokens(peak_scratch_);
@@ -190,6 +192,10 @@ PoolState::Enqueued PoolState::Enqueue(std::shared_ptr<Waiter> w,
   std::lock_guard lock(mu_);
   a.user = w.get();
   a.now_s = Now();
+  if (closed_) {
+    e.refusal = scheduling::flow::Refusal::kQueueFull;
+    return e;
+  }
   auto pushed = queue_.Push(a);
   e.refusal = pushed.refusal;
   e.expected_wait_s = pushed.expected_wait_s;
@@ -204,7 +210,14 @@ PoolState::Enqueued PoolState::Enqueue(std::shared_ptr<Waiter> w,
 
 void PoolState::Dispatch() {
   std::lock_guard lock(mu_);
-  DispatchLocked();
+  if (!closed_) DispatchLocked();
+}
+
+void PoolState::Close() {
+  std::lock_guard lock(mu_);
+  closed_ = true;
+  for (auto& [id, w] : waiting_) queue_.Remove(id);
+  waiting_.clear();
 }
 
 void PoolState::DispatchLocked() {
@@ -253,7 +266,7 @@ void PoolState::Reconfigure(const FlowSettings& flow) {
   queue_.Reconfigure(flow.classes, flow.tenants, flow.queue);
   // Turning flow control off admits new requests directly; what is queued still drains.
   flow_enabled_ = flow.enabled;
-  DispatchLocked();
+  if (!closed_) DispatchLocked();
 }
 
 size_t PoolState::queued() const {

@@ -55,8 +55,7 @@ class EndpointState {
 
   // A request was sent: `prefill_tokens` of its prompt are expected not to be cached there,
   // and it may generate `max_output_tokens`. The returned entry lives until OnFinish.
-  LiveRequest* OnStart(uint32_t prompt_tokens, uint32_t prefill_tokens,
-                       uint32_t max_output_tokens);
+  LiveRequest* OnStart(uint32_t prompt_tokens, uint32_t prefill_tokens, uint32_t max_output_tokens);
   // Its first token came back: its prefill no longer queues there.
   void OnFirstToken(uint32_t prefill_tokens);
   // It ended; `prefilling` if no first token ever came.
@@ -177,6 +176,9 @@ class PoolState {
   void Correct(const std::string& tenant, const std::string& klass, double estimated,
                double actual);
   void Reconfigure(const FlowSettings& flow);
+  // Drops every queued waiter and releases nothing more (the gateway is stopping: their
+  // timers' io_contexts are about to go).
+  void Close();
   bool flow_enabled() const { return flow_enabled_; }
 
   // Seconds on the pool's clock (for deadlines and the queue).
@@ -205,6 +207,7 @@ class PoolState {
   scheduling::flow::FairQueue queue_;
   std::unordered_map<uint64_t, std::shared_ptr<Waiter>> waiting_;
   std::atomic<bool> saturated_{false};
+  bool closed_ = false;
   SteadyTime epoch_ = std::chrono::steady_clock::now();
 };
 

@@ -255,6 +255,9 @@ void Gateway::Stop() {
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
+  // Queued requests' timers belong to the workers' io_contexts: the queues let go of them
+  // first, and release nothing more while the handlers' frames are destroyed.
+  for (auto& p : pools_) p->Close();
   // Tear down in dependency order: sockets owned by long-lived objects go first, then the
   // io_contexts (destroying suspended coroutines, whose leases still find their pools), then
   // the pools.
@@ -544,6 +547,13 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
     a.session = w->info.session_key.empty() ? 0 : std::hash<std::string>{}(w->info.session_key);
     metrics::Gauge* queued = metrics_.tenant_queued->With({tenant, klass});
     PoolState::Enqueued q = pool->Enqueue(w, a);
+    if (q.refusal == scheduling::flow::Refusal::kUnknownClass) {
+      // Its class went away in a reload between identification and queueing.
+      metrics_.tenant_shed->With({tenant, klass, "queue_full"})->Inc();
+      co_await RespondRefusal(ex, 503, "The request's priority class was just reconfigured; retry.",
+                              "server_error", "priority_class_changed", 1);
+      co_return;
+    }
     if (q.refusal != scheduling::flow::Refusal::kNone) {
       bool full = q.refusal == scheduling::flow::Refusal::kQueueFull;
       metrics_.tenant_shed->With({tenant, klass, full ? "queue_full" : "expected_wait"})->Inc();

@@ -41,7 +41,7 @@ class Gateway {
 
   // Applies `cfg`'s tenancy and flow control (tenants, keys, classes, weights, limits, queue
   // settings) without a restart; requests waiting in the queues keep their places. Other
-  // changes in `cfg` are not applied (logged). Thread-safe.
+  // sections of `cfg` are not applied. Thread-safe.
   void ReloadTenancy(const config::Gateway& cfg);
   // Counts a reload attempt in infergrid_config_reloads_total{result}.
   void CountReload(bool ok);

@@ -391,6 +391,9 @@ void UsageSniffer::Feed(std::string_view piece) {
   size_t pos = from;
   for (; (pos = s.find("data:", pos)) != std::string_view::npos; pos += 5) {
     if (pos + 12 > s.size()) break;  // decide when more has come
+    // A field starts a line; "data:" inside generated text does not.
+    const char before = pos > 0 ? s[pos - 1] : base > 0 ? before_tail_ : '\n';
+    if (before != '\n' && before != '\r') continue;
     if (s.substr(pos + 5, 7).find("[DONE]") == std::string_view::npos) ++events_;
   }
   scan_from_ = base + (pos != std::string_view::npos ? pos : s.size() >= 4 ? s.size() - 4 : 0);
@@ -404,6 +407,7 @@ void UsageSniffer::Feed(std::string_view piece) {
     }
   }
   size_t keep = std::min(kKeep, s.size());
+  if (s.size() > keep) before_tail_ = s[s.size() - keep - 1];
   tail_.assign(s.substr(s.size() - keep));
 }
 

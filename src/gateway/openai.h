@@ -45,8 +45,9 @@ class UsageSniffer {
   int64_t prompt_tokens_ = -1;
   int64_t completion_tokens_ = -1;
   int64_t events_ = 0;
-  uint64_t fed_ = 0;        // bytes fed so far
-  uint64_t scan_from_ = 0;  // where the search for the next event resumes (absolute)
+  uint64_t fed_ = 0;         // bytes fed so far
+  uint64_t scan_from_ = 0;   // where the search for the next event resumes (absolute)
+  char before_tail_ = '\n';  // the byte just before tail_
 };
 
 }  // namespace infergrid::gateway

@@ -56,12 +56,11 @@ for _ in $(seq 1 250); do [[ $(status "$KEY_B") == 200 ]] && break; sleep 0.02; 
 # A broken file: the gateway keeps running with what it had, and says why.
 echo "spec: [" > "$WORK/gw.yaml"
 kill -HUP "$GW_PID"
-for _ in $(seq 1 250); do
-  curl -s "http://127.0.0.1:$GW_PORT/metrics" | grep -q 'infergrid_config_reloads_total{result="error"} 1' && break
-  sleep 0.02
-done
-curl -s "http://127.0.0.1:$GW_PORT/metrics" | grep -q 'infergrid_config_reloads_total{result="error"} 1' ||
-  { echo "FAIL: failed reload not counted"; curl -s "http://127.0.0.1:$GW_PORT/metrics" | grep reload; cat "$WORK/gw.err"; exit 1; }
+# (The exposition is read whole first: grep -q leaving early would fail curl's write, and
+# with pipefail the pipeline, even on a match.)
+failed_reloads() { curl -s "http://127.0.0.1:$GW_PORT/metrics" > "$WORK/metrics"; grep -c '^infergrid_config_reloads_total{result="error"} 1$' "$WORK/metrics" || true; }
+for _ in $(seq 1 250); do [[ $(failed_reloads) == 1 ]] && break; sleep 0.02; done
+[[ $(failed_reloads) == 1 ]] || { echo "FAIL: failed reload not counted"; cat "$WORK/metrics" "$WORK/gw.err"; exit 1; }
 [[ $(status "$KEY_B") == 200 ]] || { echo "FAIL: running config lost"; exit 1; }
 grep -q "not reloaded" "$WORK/gw.err" || { echo "FAIL: no log of the failed reload"; exit 1; }
 kill -0 "$GW_PID"

@@ -463,5 +463,16 @@ TEST_F(QosTest, AReloadOfTenantsKeepsWhatIsQueued) {
   EXPECT_EQ(As("newcomer", 0).status, 200);
 }
 
+TEST_F(QosTest, StoppingWithRequestsQueuedLetsGoOfThemCleanly) {
+  Start("  flowControl:\n    saturation: {maxRequestsPerEndpoint: 1}\n");
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 4; ++i) clients.emplace_back([&] { As("", 1000); });
+  ASSERT_TRUE(
+      WaitFor([&] { return Metric("infergrid_pool_queued_requests{pool=\"main\"}") == 3; }));
+  gw_->Stop();  // one in flight, three queued: their timers and frames go with the workers
+  for (auto& t : clients) t.join();
+  gw_.reset();
+}
+
 }  // namespace
 }  // namespace infergrid::gateway

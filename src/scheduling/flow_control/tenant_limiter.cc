@@ -34,6 +34,13 @@ TenantLimiter::TenantLimiter(std::vector<TenantLimitSpec> tenants) {
 }
 
 void TenantLimiter::Reconfigure(std::vector<TenantLimitSpec> tenants) {
+  // A tenant no longer configured has no limits (if it is still reached, as the default
+  // tenant or by header); what it has in the gateway is still counted.
+  for (auto& [name, st] : state_) {
+    st.spec = TenantLimitSpec{name};
+    st.requests.capacity = 0;
+    st.tokens.capacity = 0;
+  }
   for (auto& t : tenants) {
     State& s = state_[t.name];
     s.spec = t;

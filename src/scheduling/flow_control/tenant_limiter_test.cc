@@ -68,5 +68,14 @@ TEST(TenantLimiter, ReconfigurationKeepsCountsAndLevels) {
   EXPECT_EQ(l.Admit("a", 1, 0).exceeded, Limit::kConcurrency);
 }
 
+TEST(TenantLimiter, ATenantDroppedFromTheConfigHasNoLimitsLeft) {
+  TenantLimiter l({{"a", 1, 1, 10}});
+  EXPECT_EQ(l.Admit("a", 5, 0).exceeded, Limit::kNone);
+  EXPECT_EQ(l.Admit("a", 5, 0).exceeded, Limit::kConcurrency);
+  l.Reconfigure({});
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(l.Admit("a", 1000, 0).exceeded, Limit::kNone);
+  EXPECT_EQ(l.in_gateway("a"), 6u);
+}
+
 }  // namespace
 }  // namespace infergrid::scheduling::flow

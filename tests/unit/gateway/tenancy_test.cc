@@ -70,7 +70,7 @@ TEST(UsageSniffer, ReadsUsageSplitAcrossPieces) {
   UsageSniffer u;
   std::string body =
       "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"
-      "data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n"
+      "data: {\"choices\":[{\"delta\":{\"content\":\"b data: c\"}}]}\n\n"
       "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1234,\"total_tokens\":1240,"
       "\"completion_tokens\":6}}\n\ndata: [DONE]\n\n";
   // Every split point: the figures and the event count come out the same.

@@ -31,9 +31,12 @@ void SessionAffinityScorer::Score(const RequestInfo& req,
   if (req.session_key.empty()) return;
   auto it = sessions_.find(req.session_key);
   if (it != sessions_.end() && req.now_seconds - it->second.last_seen <= o_.ttl_s) {
+    // The home is an endpoint's index in its pool; `endpoints` may be a subset of the pool
+    // (flow control passes only those with room), so compare indexes, not positions.
     size_t home = it->second.endpoint;
     for (size_t i = 0; i < candidates.size(); ++i) {
-      if (candidates[i] == home && !Overloaded(req, endpoints[home])) {
+      const EndpointSnapshot& e = endpoints[candidates[i]];
+      if (e.index == home && !Overloaded(req, e)) {
         scores[i] = 1.0;
         return;
       }
@@ -57,9 +60,11 @@ void SessionAffinityScorer::Count(const Entry& e, double sign) {
 void SessionAffinityScorer::Balance(const RequestInfo& req,
                                     std::span<const EndpointSnapshot> endpoints,
                                     std::span<const size_t> candidates, std::span<double> scores) {
-  if (active_.size() < endpoints.size()) {
-    active_.resize(endpoints.size(), 0);
-    active_tokens_.resize(endpoints.size(), 0);
+  size_t needed = 0;
+  for (size_t c : candidates) needed = std::max(needed, endpoints[c].index + 1);
+  if (active_.size() < needed) {
+    active_.resize(needed, 0);
+    active_tokens_.resize(needed, 0);
   }
   bool kv_known = true;
   double rate_sum = 0, sessions = 0;

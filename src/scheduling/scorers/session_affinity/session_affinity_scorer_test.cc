@@ -29,6 +29,28 @@ TEST(SessionAffinityScorer, KeepsASessionOnItsHome) {
             (std::vector<double>{0, 0, 0}));  // no key, no affinity
 }
 
+TEST(SessionAffinityScorer, FindsItsHomeInASubsetOfThePool) {
+  // Flow control passes only the endpoints with room: positions are not pool indexes.
+  SessionAffinityScorer s({.overload = 1,
+                           .kv_threshold = 0.9,
+                           .horizon_s = 1,
+                           .balance_weight = 0.1,
+                           .ttl_s = 600,
+                           .max_sessions = 100});
+  auto eps = testutil::Endpoints(4);
+  s.OnPicked(Turn("a", 0), eps[3]);
+  std::vector<EndpointSnapshot> some = {eps[1], eps[3]};
+  EXPECT_EQ(testutil::ScoreAll(s, Turn("a", 1), some), (std::vector<double>{0, 1}));
+  std::vector<EndpointSnapshot> without_home = {eps[0], eps[1]};
+  auto scores = testutil::ScoreAll(s, Turn("a", 1), without_home);
+  EXPECT_LT(scores[0], 1);  // no false home: only the balance scores
+  EXPECT_LT(scores[1], 1);
+  // A new session placed on a high index of a subset is counted there.
+  std::vector<EndpointSnapshot> high = {eps[3]};
+  s.OnPicked(Turn("b", 1), high[0]);
+  EXPECT_EQ(testutil::ScoreAll(s, Turn("b", 2), high), (std::vector<double>{1}));
+}
+
 TEST(SessionAffinityScorer, MovesOnceWhenItsHomeIsOverloadedAndDoesNotFlapBack) {
   SessionAffinityScorer s(
       {.overload = 1, .kv_threshold = 0.9, .horizon_s = 1, .ttl_s = 600, .max_sessions = 100});

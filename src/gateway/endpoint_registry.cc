@@ -96,6 +96,11 @@ EndpointSnapshot EndpointState::Snapshot(size_t index, SteadyTime now,
   s.in_flight_kv_tokens = kv_tokens();
   s.capacity = cfg_.capacity;
   std::lock_guard lock(mu_);
+  // A server that reports its KV cache's size (vLLM's cache_config_info) is sized by it when
+  // the config gives no hardware: the size does not change while it runs, so stale is fine.
+  if (s.capacity.kv_cache_tokens == 0 && have_scraped_ && scraped_.kv_cache_tokens > 0) {
+    s.capacity.kv_cache_tokens = static_cast<uint64_t>(scraped_.kv_cache_tokens);
+  }
   s.ttft_ewma_seconds = ttft_ewma_;
   s.metrics_fresh = have_scraped_ && now - scraped_.at <= stale_after;
   if (s.metrics_fresh) {

@@ -31,6 +31,7 @@ struct ScrapedMetrics {
   double kv_usage = 0;
   double prefix_queries = 0;  // counters, cumulative since the server started
   double prefix_hits = 0;
+  double kv_cache_tokens = 0;  // from vllm:cache_config_info; 0 if not reported
   SteadyTime at{};
 };
 

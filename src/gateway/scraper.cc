@@ -1,5 +1,7 @@
 #include "gateway/scraper.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 
 #include "common/log.h"
@@ -31,6 +33,15 @@ Result<ScrapedMetrics> ExtractVllmMetrics(const std::vector<metrics::Sample>& sa
     } else if (n == "vllm:prefix_cache_hits_total" || n == "vllm:prefix_cache_hits" ||
                n == "vllm:gpu_prefix_cache_hits_total" || n == "vllm:gpu_prefix_cache_hits") {
       m.prefix_hits += s.value;
+    } else if (n == "vllm:cache_config_info") {
+      // The KV cache's size: num_gpu_blocks of block_size tokens (summed over engines).
+      auto blocks = s.labels.find("num_gpu_blocks");
+      auto size = s.labels.find("block_size");
+      if (blocks != s.labels.end() && size != s.labels.end()) {
+        double b = std::strtod(blocks->second.c_str(), nullptr);
+        double z = std::strtod(size->second.c_str(), nullptr);
+        if (b > 0 && z > 0 && b * z < 1e15) m.kv_cache_tokens += b * z;
+      }
     }
   }
   if (!have_running && !have_waiting && !have_kv) {

@@ -17,7 +17,8 @@ namespace infergrid::gateway {
 // Reads vLLM's names: vllm:num_requests_running and vllm:num_requests_waiting (summed over
 // engines), vllm:kv_cache_usage_perc (older servers: vllm:gpu_cache_usage_perc; the highest
 // engine's), and the prefix cache counters vllm:prefix_cache_queries / vllm:prefix_cache_hits
-// (older: vllm:gpu_prefix_cache_queries / _hits), with or without the _total suffix.
+// (older: vllm:gpu_prefix_cache_queries / _hits), with or without the _total suffix, and the
+// KV cache's size in tokens from vllm:cache_config_info (num_gpu_blocks x block_size).
 // Returns an error if none of the scheduler gauges is present.
 Result<ScrapedMetrics> ExtractVllmMetrics(const std::vector<metrics::Sample>& samples);
 

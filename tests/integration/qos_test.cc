@@ -394,9 +394,38 @@ TEST_F(QosTest, ContinuingSessionsGoBeforeNewOnesWhenSaturated) {
   EXPECT_EQ(finished[1], "new-1");
 }
 
+// Eight requests of ~330 tokens (prompt plus max_tokens 320) against a server whose KV cache
+// holds 1,000: two run at a time (three would pass 95% of it), the rest wait in the gateway.
+void ExpectKvBound(QosTest* t, FakeVllm* fake, uint16_t port,
+                   const std::function<double(const std::string&)>& metric) {
+  const std::string body =
+      R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":320})";
+  std::atomic<int64_t> most{0};
+  std::atomic<bool> done{false};
+  std::thread watch([&] {
+    while (!done) {
+      most = std::max<int64_t>(most, fake->stats().active);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  std::vector<std::thread> clients;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 8; ++i) {
+    clients.emplace_back([&] {
+      ok +=
+          PostJson(port, "/v1/chat/completions", body, {{"x-fake-delay-ms", "150"}}).status == 200;
+    });
+  }
+  EXPECT_TRUE(WaitFor([&] { return metric("infergrid_pool_saturated{pool=\"main\"}") == 1; }));
+  for (auto& c : clients) c.join();
+  done = true;
+  watch.join();
+  EXPECT_EQ(ok, 8);
+  EXPECT_EQ(most, 2);
+}
+
 TEST_F(QosTest, TheKvCacheIsReservedForPromptsAndOutputs) {
-  // A server whose KV cache holds 1,000 tokens: requests of ~330 (prompt plus max_tokens)
-  // run two at a time (three would pass 95% of it), the rest wait in the gateway.
+  // The KV size from the pool's hardware.
   fake_ = std::make_unique<FakeVllm>(FakeVllmOptions{});
   ASSERT_TRUE(fake_->Start().ok());
   std::string yaml =
@@ -413,27 +442,31 @@ TEST_F(QosTest, TheKvCacheIsReservedForPromptsAndOutputs) {
   gw_ = std::move(gw).value();
   ASSERT_TRUE(gw_->Start().ok());
   port_ = gw_->port();
-  const std::string body =
-      R"({"model":"test-model","messages":[{"role":"user","content":"hi"}],"max_tokens":320})";
-  std::atomic<int64_t> most{0};
-  std::atomic<bool> done{false};
-  std::thread watch([&] {
-    while (!done) {
-      most = std::max<int64_t>(most, fake_->stats().active);
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-  });
-  std::vector<std::thread> clients;
-  std::atomic<int> ok{0};
-  for (int i = 0; i < 8; ++i) {
-    clients.emplace_back([&] { ok += As("", 150, body).status == 200; });
-  }
-  EXPECT_TRUE(WaitFor([&] { return Metric("infergrid_pool_saturated{pool=\"main\"}") == 1; }));
-  for (auto& t : clients) t.join();
-  done = true;
-  watch.join();
-  EXPECT_EQ(ok, 8);
-  EXPECT_EQ(most, 2);
+  ExpectKvBound(this, fake_.get(), port_, [this](const std::string& m) { return Metric(m); });
+}
+
+TEST_F(QosTest, TheKvCacheSizeIsLearnedFromTheServersMetrics) {
+  // No hardware in the config: the server's vllm:cache_config_info says 62 blocks of 16.
+  FakeVllmOptions o;
+  o.num_gpu_blocks = 62;
+  fake_ = std::make_unique<FakeVllm>(o);
+  ASSERT_TRUE(fake_->Start().ok());
+  std::string yaml =
+      "apiVersion: infergrid.dev/v1\nkind: Gateway\nspec:\n  listen: 127.0.0.1:0\n"
+      "  workers: 2\n  endpointMetrics: {interval: 20ms}\n"
+      "  pools:\n  - name: main\n    models: [test-model]\n    endpoints:\n    - " +
+      fake_->url() + "\n";
+  auto cfg = config::ParseGateway(yaml, "kv.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  auto gw = Gateway::Create(*cfg);
+  ASSERT_TRUE(gw.ok()) << gw.status().message();
+  gw_ = std::move(gw).value();
+  ASSERT_TRUE(gw_->Start().ok());
+  port_ = gw_->port();
+  ASSERT_TRUE(WaitFor([&] {
+    return Metric("infergrid_endpoint_scrapes_total{endpoint=\"" + fake_->url() + "\"}") > 0;
+  }));
+  ExpectKvBound(this, fake_.get(), port_, [this](const std::string& m) { return Metric(m); });
 }
 
 TEST_F(QosTest, AReloadOfTenantsKeepsWhatIsQueued) {

@@ -126,6 +126,12 @@ awaitable<void> FakeVllm::Handle(Exchange& ex) {
         "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"" + options_.model + "\"} 100\n";
     m += "# TYPE vllm:prefix_cache_hits counter\n";
     m += "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"" + options_.model + "\"} 40\n";
+    if (options_.num_gpu_blocks > 0) {
+      m += "# TYPE vllm:cache_config_info gauge\n";
+      m += "vllm:cache_config_info{block_size=\"16\",cache_dtype=\"auto\",engine=\"0\","
+           "num_gpu_blocks=\"" +
+           std::to_string(options_.num_gpu_blocks) + "\"} 1\n";
+    }
     co_await Respond(ex, 200, m, "text/plain; version=0.0.4");
   } else if (target == "/fake/stats") {
     auto s = stats();

@@ -29,6 +29,7 @@ struct FakeVllmOptions {
   uint16_t port = 0;
   int token_delay_ms = 0;
   int default_max_tokens = 16;
+  int num_gpu_blocks = 0;  // > 0: /metrics reports vllm:cache_config_info (16-token blocks)
 };
 
 struct FakeVllmStats {

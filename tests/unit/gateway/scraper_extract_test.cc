@@ -29,6 +29,15 @@ TEST(ExtractVllmMetrics, SumsEnginesAndTakesTheFullestCache) {
   EXPECT_DOUBLE_EQ(m.prefix_hits, 250);
 }
 
+TEST(ExtractVllmMetrics, ReadsTheKvCacheSizeFromCacheConfigInfo) {
+  auto m = Extract(
+      "vllm:num_requests_running{engine=\"0\"} 1\n"
+      "vllm:cache_config_info{block_size=\"16\",cache_dtype=\"auto\",engine=\"0\","
+      "num_gpu_blocks=\"4812\",gpu_memory_utilization=\"0.9\"} 1\n");
+  EXPECT_DOUBLE_EQ(m.kv_cache_tokens, 4812 * 16);
+  EXPECT_DOUBLE_EQ(Extract("vllm:num_requests_running 1\n").kv_cache_tokens, 0);
+}
+
 TEST(ExtractVllmMetrics, ReadsOlderServersNames) {
   auto m = Extract(
       "vllm:num_requests_running 1\n"

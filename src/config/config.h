@@ -159,21 +159,23 @@ struct Tenancy {
   std::vector<Tenant> tenants;
 };
 
-// When a pool is saturated, requests wait in the gateway (docs/qos.md). An endpoint has room
-// for a request while every bound holds; the pool is saturated when no endpoint has room.
+// When a pool is saturated, requests wait in the gateway (docs/qos.md). Hard bounds (the peak
+// KV, max_requests_per_endpoint) keep a request off an endpoint; soft ones (a full batch, the
+// scraped queue depth and KV usage) mark it busy; the pool is saturated when every endpoint
+// is busy or at a hard bound.
 struct Saturation {
-  uint32_t max_requests_per_endpoint = 0;  // 0: the endpoint's maxNumSeqs, else unbounded
-  // The gateway reserves each in-flight request's prompt plus expected output in the
-  // endpoint's KV cache (when its size is known) and reads its scraped usage; above this
-  // fraction it is full.
+  uint32_t max_requests_per_endpoint = 0;  // a hard bound; 0: none
+  // The most KV cache an endpoint's in-flight requests and the next would hold together
+  // (each growing to its max_tokens) stays within this fraction of it (hard, when its size is
+  // known); scraped usage at it marks the endpoint busy (soft).
   double kv_cache_utilization = 0.95;
-  uint32_t queue_depth = 5;  // scraped vllm:num_requests_waiting at or above this: full
+  uint32_t queue_depth = 5;  // scraped vllm:num_requests_waiting at or above this: busy
   uint32_t output_tokens_estimate = 256;  // for requests without max_tokens
 };
 
 struct FlowControl {
   bool enabled = true;
-  uint32_t max_queued_requests = 10000;  // per pool; beyond it a 429 `queue_full`
+  uint32_t max_queued_requests = 10000;  // per pool; beyond it a 503 `queue_full`
   Duration queue_timeout = std::chrono::seconds(60);
   Saturation saturation;
   // Agent-aware admission: a tenant's continuing turns (a session seen before) go before its

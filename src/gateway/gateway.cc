@@ -8,6 +8,7 @@
 #include "common/block_hash.h"
 #include "common/log.h"
 #include "gateway/openai.h"
+#include "http/client_watch.h"
 #include "scheduling/registry.h"
 
 namespace infergrid::gateway {
@@ -18,6 +19,21 @@ constexpr uint32_t kServerBlockSize = 16;
 }  // namespace
 
 using namespace infergrid::http;
+
+namespace {
+// Watches a queued request's client: if it leaves, the request leaves the queue at once.
+// (A coroutine function, not a capturing lambda: its arguments live in its own frame.)
+awaitable<void> WatchQueuedClient(std::shared_ptr<PoolState::Waiter> w, tcp::socket& client) {
+  // Named, not a temporary in the co_await expression: GCC 12 may destroy such temporaries
+  // twice across the suspension.
+  std::function<bool()> stopped = [w] { return w->watch_done; };
+  bool gone = co_await AwaitClientClose(client, stopped);
+  if (gone) {
+    w->client_gone = true;
+    w->timer.cancel();
+  }
+}
+}  // namespace
 using nlohmann::json;
 
 Gateway::Gateway(config::Gateway cfg) : cfg_(std::move(cfg)), metrics_(&registry_) {}
@@ -578,26 +594,7 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                           std::chrono::duration<double>(std::max(0.0, q.deadline_s - waited_from)));
       // A client that leaves while queued leaves the queue at once.
-      asio::co_spawn(
-          client.get_executor(),
-          [w, &client]() -> awaitable<void> {
-            while (!w->watch_done) {
-              error_code ec;
-              co_await client.async_wait(tcp::socket::wait_read, with_ec(ec));
-              if (w->watch_done) co_return;
-              if (ec == asio::error::operation_aborted) continue;
-              if (!ec) {
-                char byte;
-                ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-                if (n > 0) co_return;  // a pipelined request: not a departure
-                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
-              }
-              w->client_gone = true;
-              w->timer.cancel();
-              co_return;
-            }
-          },
-          asio::detached);
+      asio::co_spawn(client.get_executor(), WatchQueuedClient(w, client), asio::detached);
       bool left = false;
       while (true) {
         w->timer.expires_at(deadline);

@@ -9,6 +9,7 @@
 #include <span>
 
 #include "gateway/openai.h"
+#include "http/client_watch.h"
 #include "http/read.h"
 
 namespace infergrid::gateway {
@@ -128,23 +129,14 @@ void CloseUpstream(Shared& s) {
 // Waits on the client's socket; if the client closes, closes the upstream connection at once
 // so the server sees the cancellation.
 awaitable<void> WatchClient(std::shared_ptr<Shared> w) {
-  while (true) {
-    if (w->done) co_return;  // the request finished first; the socket may be gone
-    tcp::socket& client = *w->client;
-    error_code ec;
-    co_await client.async_wait(tcp::socket::wait_read, with_ec(ec));
-    if (w->done) co_return;
-    // A timeout cancelling a write to the client also wakes this wait: look again.
-    if (ec == asio::error::operation_aborted) continue;
-    if (!ec) {
-      char byte;
-      ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-      if (n > 0) co_return;  // pipelined bytes of a next request: leave them to the server
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
-    }
+  if (w->done) co_return;  // the request finished first; the socket may be gone
+  // Named, not a temporary in the co_await expression: GCC 12 may destroy such temporaries
+  // twice across the suspension.
+  std::function<bool()> stopped = [w] { return w->done; };
+  bool gone = co_await AwaitClientClose(*w->client, stopped);
+  if (gone) {
     w->client_gone = true;
     CloseUpstream(*w);
-    co_return;
   }
 }
 

@@ -1,8 +1,7 @@
 #include "gateway/scraper.h"
 
-#include <cstdlib>
-
 #include <algorithm>
+#include <cstdlib>
 
 #include "common/log.h"
 

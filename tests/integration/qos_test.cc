@@ -34,18 +34,20 @@ const std::string kChat =
 class QosTest : public ::testing::Test {
  protected:
   // One fake server and a gateway with `spec` (tenancy and flow control) over it.
-  void Start(const std::string& spec, int workers = 2) {
+  void Start(const std::string& spec) {
     fake_ = std::make_unique<FakeVllm>(FakeVllmOptions{});
     ASSERT_TRUE(fake_->Start().ok());
-    yaml_ = spec;
-    auto cfg = config::ParseGateway(Yaml(spec), "qos.yaml");
+    StartGateway(Yaml(spec));
+  }
+  // A gateway from a whole document.
+  void StartGateway(const std::string& yaml) {
+    auto cfg = config::ParseGateway(yaml, "qos.yaml");
     ASSERT_TRUE(cfg.ok()) << cfg.status().message();
     auto gw = Gateway::Create(*cfg);
     ASSERT_TRUE(gw.ok()) << gw.status().message();
-    gw_ = std::move(*gw);
+    gw_ = std::move(gw).value();
     ASSERT_TRUE(gw_->Start().ok());
     port_ = gw_->port();
-    workers_ = workers;
   }
   std::string Yaml(const std::string& spec) {
     return "apiVersion: infergrid.dev/v1\nkind: Gateway\nspec:\n  listen: 127.0.0.1:0\n"
@@ -72,9 +74,7 @@ class QosTest : public ::testing::Test {
 
   std::unique_ptr<FakeVllm> fake_;
   std::unique_ptr<Gateway> gw_;
-  std::string yaml_;
   uint16_t port_ = 0;
-  int workers_ = 2;
 };
 
 // Closed-loop clients per tenant until `total` responses have come back; returns, per tenant,
@@ -435,13 +435,7 @@ TEST_F(QosTest, TheKvCacheIsReservedForPromptsAndOutputs) {
       "    hardware: {kvCacheTokens: 1000, prefillTokensPerSecond: 10000}\n"
       "    endpoints:\n    - " +
       fake_->url() + "\n";
-  auto cfg = config::ParseGateway(yaml, "kv.yaml");
-  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
-  auto gw = Gateway::Create(*cfg);
-  ASSERT_TRUE(gw.ok()) << gw.status().message();
-  gw_ = std::move(gw).value();
-  ASSERT_TRUE(gw_->Start().ok());
-  port_ = gw_->port();
+  StartGateway(yaml);
   ExpectKvBound(this, fake_.get(), port_, [this](const std::string& m) { return Metric(m); });
 }
 
@@ -456,13 +450,7 @@ TEST_F(QosTest, TheKvCacheSizeIsLearnedFromTheServersMetrics) {
       "  workers: 2\n  endpointMetrics: {interval: 20ms}\n"
       "  pools:\n  - name: main\n    models: [test-model]\n    endpoints:\n    - " +
       fake_->url() + "\n";
-  auto cfg = config::ParseGateway(yaml, "kv.yaml");
-  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
-  auto gw = Gateway::Create(*cfg);
-  ASSERT_TRUE(gw.ok()) << gw.status().message();
-  gw_ = std::move(gw).value();
-  ASSERT_TRUE(gw_->Start().ok());
-  port_ = gw_->port();
+  StartGateway(yaml);
   ASSERT_TRUE(WaitFor([&] {
     return Metric("infergrid_endpoint_scrapes_total{endpoint=\"" + fake_->url() + "\"}") > 0;
   }));

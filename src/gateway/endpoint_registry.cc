@@ -9,9 +9,16 @@ LiveRequest* EndpointState::OnStart(uint32_t prompt_tokens, uint32_t prefill_tok
   LiveRequest* live;
   {
     std::lock_guard lock(live_mu_);
-    live = &live_.emplace_back();
+    // Entries are list nodes reused from finished requests: no allocation per request.
+    if (spare_.empty()) {
+      live_.emplace_back();
+    } else {
+      live_.splice(live_.end(), spare_, spare_.begin());
+    }
+    live = &live_.back();
     live->prompt_tokens = prompt_tokens;
     live->max_output_tokens = max_output_tokens;
+    live->generated.store(0, std::memory_order_relaxed);
   }
   in_flight_.fetch_add(1, std::memory_order_relaxed);
   kv_tokens_.fetch_add(uint64_t{prompt_tokens} + max_output_tokens, std::memory_order_relaxed);
@@ -35,7 +42,7 @@ void EndpointState::OnFinish(LiveRequest* live, uint32_t prefill_tokens, bool pr
     std::lock_guard lock(live_mu_);
     for (auto it = live_.begin(); it != live_.end(); ++it) {
       if (&*it == live) {
-        live_.erase(it);
+        spare_.splice(spare_.begin(), live_, it);
         break;
       }
     }
@@ -171,6 +178,7 @@ PoolState::Pick PoolState::ScheduleLocked(const RequestInfo& req, uint32_t outpu
         thresholds_, &roomy_);
     if (wait) {
       pick.reason = "saturated";
+      pick.saturated = true;
       return pick;
     }
     candidates = roomy_;
@@ -188,6 +196,18 @@ PoolState::Pick PoolState::ScheduleLocked(const RequestInfo& req, uint32_t outpu
   pick.output_tokens = output_tokens;
   pick.live =
       pick.endpoint->OnStart(req.prompt_tokens_estimate, pick.prefill_tokens, output_tokens);
+  return pick;
+}
+
+std::optional<PoolState::Pick> PoolState::AdmitNow(const RequestInfo& req, uint32_t output_tokens,
+                                                   const scheduling::flow::FairQueue::Arrival& a) {
+  std::lock_guard lock(mu_);
+  if (closed_ || queue_.size() > 0) return std::nullopt;
+  Pick pick = ScheduleLocked(req, output_tokens, /*only_with_room=*/true);
+  if (pick.saturated) return std::nullopt;
+  scheduling::flow::FairQueue::Arrival now = a;
+  now.now_s = Now();
+  queue_.NoteAdmitted(now);
   return pick;
 }
 
@@ -230,7 +250,7 @@ void PoolState::DispatchLocked() {
   while (const auto* next = queue_.Peek(now)) {
     auto* w = static_cast<Waiter*>(next->user);
     Pick pick = ScheduleLocked(w->info, w->output_tokens, /*only_with_room=*/true);
-    if (pick.endpoint == nullptr && pick.reason == "saturated") {
+    if (pick.saturated) {
       saturated_.store(true, std::memory_order_relaxed);
       return;
     }

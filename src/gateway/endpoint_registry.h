@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -99,6 +100,7 @@ class EndpointState {
   std::atomic<bool> reachable_{true};
   mutable std::mutex live_mu_;
   std::list<LiveRequest> live_;
+  std::list<LiveRequest> spare_;                                        // finished entries, reused
   mutable std::vector<scheduling::flow::RunningRequest> peak_scratch_;  // under live_mu_
   mutable std::mutex mu_;
   double ttft_ewma_ = 0;
@@ -134,6 +136,7 @@ class PoolState {
     uint32_t prefill_tokens = 0;      // the prompt less what the endpoint is expected to hold
     uint32_t output_tokens = 0;       // the most it may generate
     LiveRequest* live = nullptr;      // its entry on the endpoint, for OnFinish
+    bool saturated = false;           // none: every endpoint is busy or at a hard bound
   };
   // Snapshots the endpoints and runs the scheduler; the chosen endpoint's in-flight
   // accounting is taken before the lock is released, so concurrent decisions see each other.
@@ -162,6 +165,11 @@ class PoolState {
     double expected_wait_s = 0;
     double deadline_s = 0;  // on the pool's clock
   };
+  // The common case, with no waiter: nothing is queued and an endpoint has room, so the
+  // request goes now (its pick; or, endpoint null, the reason none can serve). Nullopt: it
+  // must queue (Enqueue).
+  std::optional<Pick> AdmitNow(const RequestInfo& req, uint32_t output_tokens,
+                               const scheduling::flow::FairQueue::Arrival& a);
   // Queues `w` (its tenant, class and cost in `a`) and releases whatever may go now; `w` may
   // come back already released. Flow control must be enabled.
   Enqueued Enqueue(std::shared_ptr<Waiter> w, scheduling::flow::FairQueue::Arrival a);

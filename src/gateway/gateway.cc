@@ -326,6 +326,32 @@ awaitable<void> Gateway::RespondRefusal(Exchange& ex, int status, const std::str
   co_await ex.Respond(std::move(res));
 }
 
+const Gateway::TenantMetrics& Gateway::TenantMetricsFor(const std::string& tenant,
+                                                        const std::string& klass) {
+  // Most requests on a worker come from the tenant and class before them: no lookup then. A
+  // worker thread serves one gateway for its whole life, so the cache never outlives it.
+  thread_local const TenantMetrics* last = nullptr;
+  thread_local std::string last_tenant, last_klass;
+  if (last != nullptr && last_tenant == tenant && last_klass == klass) return *last;
+  std::string key = tenant;
+  key += '\x1f';
+  key += klass;
+  std::lock_guard lock(tenant_metrics_mu_);
+  auto& m = tenant_metrics_[key];
+  if (!m) {
+    m = std::make_unique<TenantMetrics>();
+    m->queued = metrics_.tenant_queued->With({tenant, klass});
+    m->admitted = metrics_.tenant_admitted->With({tenant, klass});
+    m->wait = metrics_.tenant_wait->With({tenant, klass});
+    m->prompt_tokens = metrics_.tenant_tokens->With({tenant, klass, "prompt"});
+    m->completion_tokens = metrics_.tenant_tokens->With({tenant, klass, "completion"});
+  }
+  last = m.get();
+  last_tenant = tenant;
+  last_klass = klass;
+  return *m;
+}
+
 std::shared_ptr<const TenantDirectory> Gateway::directory() const {
   std::lock_guard lock(tenancy_mu_);
   return directory_;
@@ -344,7 +370,8 @@ void Gateway::ReloadTenancy(const config::Gateway& cfg) {
     std::lock_guard lock(tenancy_mu_);
     directory_ = std::move(dir);
     limiter_.Reconfigure(std::move(limits));
-    output_tokens_estimate_ = cfg.flow_control.saturation.output_tokens_estimate;
+    output_tokens_estimate_.store(cfg.flow_control.saturation.output_tokens_estimate,
+                                  std::memory_order_relaxed);
   }
   for (auto& p : pools_) p->Reconfigure(flow);
   if (&cfg != &cfg_) {
@@ -512,14 +539,17 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
 
   // Its cost: the KV cache it may grow to, prompt plus expected output.
   uint32_t output_estimate = info.max_tokens;
-  double now_limits = 0;
+  if (output_estimate == 0)
+    output_estimate = output_tokens_estimate_.load(std::memory_order_relaxed);
+  // Tenants without limits skip the limiter (and its lock) altogether.
+  const config::TenantLimits& limits = who.tenant->limits;
+  const bool limited = limits.max_concurrent_requests > 0 || limits.requests_per_minute > 0 ||
+                       limits.tokens_per_minute > 0;
   scheduling::flow::TenantLimiter::Verdict verdict;
-  {
+  if (limited) {
     std::lock_guard lock(tenancy_mu_);
-    if (output_estimate == 0) output_estimate = output_tokens_estimate_;
-    now_limits = std::chrono::duration<double>(start - started_).count();
-    verdict =
-        limiter_.Admit(tenant, double(info.prompt_tokens_estimate) + output_estimate, now_limits);
+    verdict = limiter_.Admit(tenant, double(info.prompt_tokens_estimate) + output_estimate,
+                             std::chrono::duration<double>(start - started_).count());
   }
   const uint32_t kv_tokens = static_cast<uint32_t>(
       std::min<uint64_t>(uint64_t{info.prompt_tokens_estimate} + output_estimate, UINT32_MAX));
@@ -540,28 +570,38 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
     Gateway* g;
     const std::string& tenant;
     double cost;
+    bool counted;        // admitted through the limiter
     double actual = -1;  // tokens used, once known
     bool served = false;
     ~LimitHold() {
+      if (!counted) return;
       double now =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - g->started_).count();
       std::lock_guard lock(g->tenancy_mu_);
       g->limiter_.Release(tenant, cost, actual >= 0 ? actual : cost, served, now);
     }
-  } hold{this, tenant, cost};
+  } hold{this, tenant, cost, limited};
 
+  const TenantMetrics& tm = TenantMetricsFor(tenant, klass);
   PoolState::Pick pick;
-  if (pool->flow_enabled()) {
+  scheduling::flow::FairQueue::Arrival a;
+  a.tenant = tenant;
+  a.klass = klass;
+  a.cost = cost;
+  a.session = info.session_key.empty() ? 0 : std::hash<std::string>{}(info.session_key);
+  std::optional<PoolState::Pick> at_once;
+  bool queued_first = false;
+  if (pool->flow_enabled()) at_once = pool->AdmitNow(info, output_estimate, a);
+  if (at_once) {
+    pick = std::move(*at_once);
+    tm.wait->Observe(0);
+  } else if (pool->flow_enabled()) {
     tcp::socket& client = ex.stream().socket();
     auto w = std::make_shared<PoolState::Waiter>(client.get_executor());
     w->info = std::move(info);
     w->output_tokens = output_estimate;
-    scheduling::flow::FairQueue::Arrival a;
-    a.tenant = tenant;
-    a.klass = klass;
-    a.cost = cost;
-    a.session = w->info.session_key.empty() ? 0 : std::hash<std::string>{}(w->info.session_key);
-    metrics::Gauge* queued = metrics_.tenant_queued->With({tenant, klass});
+    metrics::Gauge* queued = tm.queued;
+    queued_first = true;
     PoolState::Enqueued q = pool->Enqueue(w, a);
     if (q.refusal == scheduling::flow::Refusal::kUnknownClass) {
       // Its class went away in a reload between identification and queueing.
@@ -615,7 +655,7 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
       w->watch_done = true;
       queued->Add(-1);
       double waited = pool->Now() - waited_from;
-      metrics_.tenant_wait->With({tenant, klass})->Observe(waited);
+      tm.wait->Observe(waited);
       if (left) {
         if (w->client_gone) {
           metrics_.tenant_shed->With({tenant, klass, "client_gone"})->Inc();
@@ -632,7 +672,7 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
         co_return;
       }
     } else {
-      metrics_.tenant_wait->With({tenant, klass})->Observe(0);
+      tm.wait->Observe(0);
     }
     pick = std::move(w->pick);
     info = std::move(w->info);
@@ -658,7 +698,7 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
     co_return;
   }
   hold.served = true;
-  metrics_.tenant_admitted->With({tenant, klass})->Inc();
+  tm.admitted->Inc();
   EndpointState* ep = pick.endpoint;
   route.decisions[pick.index]->Inc();
   route.prompt_tokens->Inc(info.prompt_tokens_estimate);
@@ -725,9 +765,10 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
                        : info.stream     ? double(usage.stream_events())
                                          : double(output_estimate);
   hold.actual = prompt_used + output_used;
-  metrics_.tenant_tokens->With({tenant, klass, "prompt"})->Inc(prompt_used);
-  metrics_.tenant_tokens->With({tenant, klass, "completion"})->Inc(output_used);
-  pool->Correct(tenant, klass, cost, hold.actual);
+  tm.prompt_tokens->Inc(prompt_used);
+  tm.completion_tokens->Inc(output_used);
+  // Only a request that waited was charged to its tenant's fair share.
+  if (queued_first) pool->Correct(tenant, klass, cost, hold.actual);
   Completion c;
   c.ok = out.error.empty() && !out.client_gone && out.status >= 200 && out.status < 300;
   c.ttft_seconds = out.first_byte_seconds;

@@ -84,8 +84,19 @@ class Gateway {
   mutable std::mutex tenancy_mu_;
   std::shared_ptr<const TenantDirectory> directory_;
   scheduling::flow::TenantLimiter limiter_;
-  uint32_t output_tokens_estimate_ = 256;
+  std::atomic<uint32_t> output_tokens_estimate_{256};
   std::shared_ptr<const TenantDirectory> directory() const;
+  // A tenant and class's metric children, resolved once (one lookup a request, not five).
+  struct TenantMetrics {
+    metrics::Gauge* queued;
+    metrics::Counter* admitted;
+    metrics::Histogram* wait;
+    metrics::Counter* prompt_tokens;
+    metrics::Counter* completion_tokens;
+  };
+  const TenantMetrics& TenantMetricsFor(const std::string& tenant, const std::string& klass);
+  std::mutex tenant_metrics_mu_;
+  std::unordered_map<std::string, std::unique_ptr<TenantMetrics>> tenant_metrics_;
   int64_t created_unix_ = 0;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 

@@ -1,5 +1,6 @@
 #include "gateway/openai.h"
 
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "tokenizer/tokenizer.h"
@@ -378,14 +379,14 @@ void UsageSniffer::Feed(std::string_view piece) {
   static constexpr size_t kKeep = 40;  // longer than a field name and its number
   std::string joined;
   std::string_view s = piece;
-  if (!tail_.empty()) {
-    joined = tail_;
+  if (tail_len_ > 0) {
+    joined.assign(tail_, tail_len_);
     joined.append(piece);
     s = joined;
   }
   // Offsets in `s` are absolute ones less `base`. An event is counted once its first seven
   // bytes are here ("data: [DONE]" is not one).
-  const uint64_t base = fed_ - tail_.size();
+  const uint64_t base = fed_ - tail_len_;
   fed_ += piece.size();
   size_t from = scan_from_ > base ? static_cast<size_t>(scan_from_ - base) : 0;
   size_t pos = from;
@@ -408,7 +409,8 @@ void UsageSniffer::Feed(std::string_view piece) {
   }
   size_t keep = std::min(kKeep, s.size());
   if (s.size() > keep) before_tail_ = s[s.size() - keep - 1];
-  tail_.assign(s.substr(s.size() - keep));
+  std::memcpy(tail_, s.data() + s.size() - keep, keep);
+  tail_len_ = keep;
 }
 
 }  // namespace infergrid::gateway

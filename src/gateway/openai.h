@@ -41,7 +41,9 @@ class UsageSniffer {
   int64_t stream_events() const { return events_; }  // `data:` events other than [DONE]
 
  private:
-  std::string tail_;  // the end of the previous piece, for a field split across pieces
+  // The end of the previous piece, for a field split across pieces (no allocation).
+  char tail_[48];
+  size_t tail_len_ = 0;
   int64_t prompt_tokens_ = -1;
   int64_t completion_tokens_ = -1;
   int64_t events_ = 0;

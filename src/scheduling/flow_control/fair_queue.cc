@@ -215,12 +215,21 @@ QueuedItem FairQueue::Pop(double now_s) {
     f->cls->active.emplace(f->vtime, f->serial, f);
     f->active = true;
   }
-  released_ += item.cost;
+  NoteRelease(item.cost, now_s);
+  return item;
+}
+
+void FairQueue::NoteRelease(double cost, double now_s) {
+  released_ += cost;
   releases_.emplace_back(now_s, released_);
   while (releases_.size() > 2 && releases_.front().first < now_s - kRateWindowS) {
     releases_.pop_front();
   }
-  return item;
+}
+
+void FairQueue::NoteAdmitted(const Arrival& a) {
+  if (a.session != 0) SeenSession(a.session, a.now_s);
+  NoteRelease(std::max(0.0, a.cost), a.now_s);
 }
 
 bool FairQueue::Remove(uint64_t id, QueuedItem* out) {

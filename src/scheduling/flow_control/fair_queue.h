@@ -88,6 +88,11 @@ class FairQueue {
   // the class's wait limit.
   Pushed Push(const Arrival& a);
 
+  // A request that went at once without queueing (nothing was queued and there was room):
+  // its session is remembered and its cost counts in the release rate, as if pushed and
+  // popped, without touching the fair shares (they matter only while tenants wait).
+  void NoteAdmitted(const Arrival& a);
+
   // The item Pop would release now, or null when empty. Valid until the next mutation.
   const QueuedItem* Peek(double now_s);
   // Releases Peek's item.
@@ -119,6 +124,7 @@ class FairQueue {
   void Activate(Flow* f);
   void Deactivate(Flow* f);
   bool SeenSession(uint64_t session, double now_s);
+  void NoteRelease(double cost, double now_s);
 
   FairQueueOptions options_;
   std::map<std::string, std::unique_ptr<Class>> classes_;

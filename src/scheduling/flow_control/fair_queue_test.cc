@@ -153,6 +153,14 @@ TEST(FairQueue, SheddableRequestsAreRefusedWhenTheirWaitWouldBeTooLong) {
   EXPECT_EQ(q2.Push(A("a", 10, 100, "sheddable")).refusal, Refusal::kNone);
 }
 
+TEST(FairQueue, RequestsThatWentAtOnceCountForSessionsAndTheRate) {
+  FairQueue q(Classes(), {{"a", 1}}, {});
+  for (int i = 0; i <= 10; ++i) q.NoteAdmitted(A("a", i, 100, "standard", 42));
+  EXPECT_NEAR(q.ReleaseRate(10), 100, 1);
+  EXPECT_TRUE(q.Push(A("a", 11, 100, "standard", 42)).continuing);  // seen while not queued
+  EXPECT_FALSE(q.Push(A("a", 11, 100, "standard", 43)).continuing);
+}
+
 TEST(FairQueue, BoundedAndRemovable) {
   FairQueueOptions o;
   o.max_queued = 3;

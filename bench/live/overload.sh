@@ -15,33 +15,20 @@ OUT=${OUT:-$ROOT/build/bench-overload}
   --workload "$ROOT/examples/bench/overload-2x.yaml" --gateways infergrid,nginx-round-robin \
   --out "$OUT" "$@" || true
 node -e '
-  const j = JSON.parse(require("fs").readFileSync(process.argv[1]));
-  const by = {}; for (const r of j.runs) by[r.gateway] = r;
-  let ok = true;
-  const check = (what, value, target, pass) => {
-    console.log(`${pass ? "MET " : "MISS"} ${what}: ${value} (target ${target})`);
-    ok = ok && pass;
-  };
+  const { load, Checker } = require(process.argv[1]);
+  const { j, by } = load(process.argv[2]);
+  const c = new Checker();
   const ig = by["infergrid"], rr = by["nginx-round-robin"];
   if (!ig || ig.failure || !rr || rr.failure) { console.log("MISS a gateway did not run"); process.exit(1); }
-  check("preemptions behind infergrid", ig.fleet.preemptions, "0", ig.fleet.preemptions === 0);
-  check("preemptions behind nginx round-robin", rr.fleet.preemptions, "> 0", rr.fleet.preemptions > 0);
+  c.check("preemptions behind infergrid", ig.fleet.preemptions, "0", ig.fleet.preemptions === 0);
+  c.check("preemptions behind nginx round-robin", rr.fleet.preemptions, "> 0", rr.fleet.preemptions > 0);
   const x = ig.output_tokens_per_min / rr.output_tokens_per_min;
-  check("infergrid output tokens/min / nginx round-robin", x.toFixed(2) + "x", ">= 0.9x", x >= 0.9);
+  c.check("infergrid output tokens/min / nginx round-robin", x.toFixed(2) + "x", ">= 0.9x", x >= 0.9);
   const t = ig.ttft.p90 / rr.ttft.p90;
   console.log(`     infergrid p90 TTFT / nginx round-robin: ${t.toFixed(2)}x`);
   const failed = j.runs.reduce((s, r) => s + (r.failed || 0), 0);
-  check("failed requests", failed, "0", failed === 0);
-  if (j.planner) {
-    for (const [gw, policy] of Object.entries(j.planner.policy_of)) {
-      const r = by[gw], p = j.planner.reports.find(x => x.policy === policy);
-      if (!r || r.failure || !p) continue;
-      for (const [what, live, pred] of [["p90 TTFT", r.ttft.p90, p.ttft_p90],
-                                        ["output tokens/min", r.output_tokens_per_min, p.output_tokens_per_min]]) {
-        const x = live / pred;
-        check(`${gw} live / planner ${what}`, x.toFixed(2) + "x", "0.85-1.15x", x >= 0.85 && x <= 1.15);
-      }
-    }
-  }
-  process.exit(ok ? 0 : 1);
-' "$OUT/report.json"
+  c.check("failed requests", failed, "0", failed === 0);
+  c.planner(j, by, (r, p) => [["p90 TTFT", r.ttft.p90, p.ttft_p90],
+                              ["output tokens/min", r.output_tokens_per_min, p.output_tokens_per_min]]);
+  c.exit();
+' "$ROOT/bench/live/checks.js" "$OUT/report.json"

@@ -34,8 +34,6 @@ struct EndpointSnapshot {
   // work the server still has queued for us.
   uint32_t in_flight_prefilling = 0;
   uint64_t in_flight_prefill_tokens = 0;
-  // The KV cache the in-flight requests may grow to: prompts plus expected outputs.
-  uint64_t in_flight_kv_tokens = 0;
   double ttft_ewma_seconds = 0;  // recent time to first token seen by the gateway
 
   // Scraped from the server's /metrics; meaningful only when metrics_fresh.

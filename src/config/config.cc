@@ -40,6 +40,15 @@ Status CheckEndpointUrl(const std::string& url) {
   return Status::Ok();
 }
 
+// An optional integer field of `n`: `*out` is left as it is when the field is absent.
+template <typename T>
+Status OptionalInt(const Node& n, const char* key, int64_t lo, int64_t hi, T* out) {
+  if (!n.Has(key)) return Status::Ok();
+  IG_ASSIGN_OR_RETURN(int64_t v, n.Get(key).Int(lo, hi));
+  *out = static_cast<T>(v);
+  return Status::Ok();
+}
+
 Result<PluginConfig> ParsePlugin(const Node& n, bool weighted) {
   PluginConfig p;
   p.mark = n.mark();
@@ -133,12 +142,6 @@ Result<Hardware> ParseHardware(const Node& n) {
     IG_ASSIGN_OR_RETURN(*out, n.Get(key).String());
     return Status::Ok();
   };
-  auto u32 = [&n](const char* key, uint32_t* out, int64_t lo, int64_t hi) -> Status {
-    if (!n.Has(key)) return Status::Ok();
-    IG_ASSIGN_OR_RETURN(int64_t v, n.Get(key).Int(lo, hi));
-    *out = static_cast<uint32_t>(v);
-    return Status::Ok();
-  };
   auto num = [&n](const char* key, double* out, double lo, double hi) -> Status {
     if (!n.Has(key)) return Status::Ok();
     IG_ASSIGN_OR_RETURN(*out, n.Get(key).Double(lo, hi));
@@ -146,20 +149,18 @@ Result<Hardware> ParseHardware(const Node& n) {
   };
   IG_RETURN_IF_ERROR(str("accelerator", &h.accelerator));
   IG_RETURN_IF_ERROR(str("model", &h.model));
-  IG_RETURN_IF_ERROR(u32("tp", &h.tp, 1, 64));
+  IG_RETURN_IF_ERROR(OptionalInt(n, "tp", 1, 64, &h.tp));
   IG_RETURN_IF_ERROR(str("dtype", &h.dtype));
   IG_RETURN_IF_ERROR(str("kvCacheDtype", &h.kv_cache_dtype));
   IG_RETURN_IF_ERROR(num("gpuMemoryUtilization", &h.gpu_memory_utilization, 0.01, 1));
-  IG_RETURN_IF_ERROR(u32("blockSize", &h.block_size, 1, 1024));
-  IG_RETURN_IF_ERROR(u32("maxNumSeqs", &h.max_num_seqs, 1, 1000000));
-  IG_RETURN_IF_ERROR(u32("maxNumBatchedTokens", &h.max_num_batched_tokens, 1, 100000000));
+  IG_RETURN_IF_ERROR(OptionalInt(n, "blockSize", 1, 1024, &h.block_size));
+  IG_RETURN_IF_ERROR(OptionalInt(n, "maxNumSeqs", 1, 1000000, &h.max_num_seqs));
+  IG_RETURN_IF_ERROR(
+      OptionalInt(n, "maxNumBatchedTokens", 1, 100000000, &h.max_num_batched_tokens));
   IG_RETURN_IF_ERROR(num("pricePerHour", &h.price_per_hour, 0, 1e9));
   IG_RETURN_IF_ERROR(num("prefillTokensPerSecond", &h.prefill_tokens_per_second, 0, 1e12));
   IG_RETURN_IF_ERROR(num("decodeTokensPerSecond", &h.decode_tokens_per_second, 0, 1e12));
-  if (n.Has("kvCacheTokens")) {
-    IG_ASSIGN_OR_RETURN(int64_t v, n.Get("kvCacheTokens").Int(0, int64_t{1} << 50));
-    h.kv_cache_tokens = static_cast<uint64_t>(v);
-  }
+  IG_RETURN_IF_ERROR(OptionalInt(n, "kvCacheTokens", 0, int64_t{1} << 50, &h.kv_cache_tokens));
   if (h.accelerator.empty() != h.model.empty()) {
     return n.Error("give both 'accelerator' and 'model' (a profile), or neither");
   }
@@ -338,18 +339,12 @@ Result<Tenant> ParseTenant(const Node& n) {
     IG_RETURN_IF_ERROR(l.ExpectMap());
     IG_RETURN_IF_ERROR(
         l.CheckKeys({"maxConcurrentRequests", "requestsPerMinute", "tokensPerMinute"}));
-    if (l.Has("maxConcurrentRequests")) {
-      IG_ASSIGN_OR_RETURN(int64_t v, l.Get("maxConcurrentRequests").Int(0, 10000000));
-      t.limits.max_concurrent_requests = static_cast<uint32_t>(v);
-    }
-    if (l.Has("requestsPerMinute")) {
-      IG_ASSIGN_OR_RETURN(int64_t v, l.Get("requestsPerMinute").Int(0, 1000000000));
-      t.limits.requests_per_minute = static_cast<uint32_t>(v);
-    }
-    if (l.Has("tokensPerMinute")) {
-      IG_ASSIGN_OR_RETURN(int64_t v, l.Get("tokensPerMinute").Int(0, 1000000000000000));
-      t.limits.tokens_per_minute = static_cast<uint64_t>(v);
-    }
+    IG_RETURN_IF_ERROR(
+        OptionalInt(l, "maxConcurrentRequests", 0, 10000000, &t.limits.max_concurrent_requests));
+    IG_RETURN_IF_ERROR(
+        OptionalInt(l, "requestsPerMinute", 0, 1000000000, &t.limits.requests_per_minute));
+    IG_RETURN_IF_ERROR(
+        OptionalInt(l, "tokensPerMinute", 0, 1000000000000000, &t.limits.tokens_per_minute));
   }
   return t;
 }
@@ -461,10 +456,7 @@ Status ParseFlowControl(const Node& n, FlowControl* f) {
   if (n.Has("enabled")) {
     IG_ASSIGN_OR_RETURN(f->enabled, n.Get("enabled").Bool());
   }
-  if (n.Has("maxQueuedRequests")) {
-    IG_ASSIGN_OR_RETURN(int64_t v, n.Get("maxQueuedRequests").Int(1, 10000000));
-    f->max_queued_requests = static_cast<uint32_t>(v);
-  }
+  IG_RETURN_IF_ERROR(OptionalInt(n, "maxQueuedRequests", 1, 10000000, &f->max_queued_requests));
   if (n.Has("queueTimeout")) {
     IG_ASSIGN_OR_RETURN(f->queue_timeout, n.Get("queueTimeout").Dur());
     if (f->queue_timeout.count() <= 0) {
@@ -486,21 +478,14 @@ Status ParseFlowControl(const Node& n, FlowControl* f) {
     IG_RETURN_IF_ERROR(s.CheckKeys(
         {"maxRequestsPerEndpoint", "kvCacheUtilization", "queueDepth", "outputTokensEstimate"}));
     Saturation& sat = f->saturation;
-    if (s.Has("maxRequestsPerEndpoint")) {
-      IG_ASSIGN_OR_RETURN(int64_t v, s.Get("maxRequestsPerEndpoint").Int(0, 1000000));
-      sat.max_requests_per_endpoint = static_cast<uint32_t>(v);
-    }
+    IG_RETURN_IF_ERROR(
+        OptionalInt(s, "maxRequestsPerEndpoint", 0, 1000000, &sat.max_requests_per_endpoint));
     if (s.Has("kvCacheUtilization")) {
       IG_ASSIGN_OR_RETURN(sat.kv_cache_utilization, s.Get("kvCacheUtilization").Double(0.05, 1));
     }
-    if (s.Has("queueDepth")) {
-      IG_ASSIGN_OR_RETURN(int64_t v, s.Get("queueDepth").Int(0, 1000000));
-      sat.queue_depth = static_cast<uint32_t>(v);
-    }
-    if (s.Has("outputTokensEstimate")) {
-      IG_ASSIGN_OR_RETURN(int64_t v, s.Get("outputTokensEstimate").Int(1, 10000000));
-      sat.output_tokens_estimate = static_cast<uint32_t>(v);
-    }
+    IG_RETURN_IF_ERROR(OptionalInt(s, "queueDepth", 0, 1000000, &sat.queue_depth));
+    IG_RETURN_IF_ERROR(
+        OptionalInt(s, "outputTokensEstimate", 1, 10000000, &sat.output_tokens_estimate));
   }
   return Status::Ok();
 }

@@ -100,7 +100,6 @@ EndpointSnapshot EndpointState::Snapshot(size_t index, SteadyTime now,
   s.in_flight_prompt_tokens = in_flight_prompt_tokens();
   s.in_flight_prefilling = prefilling();
   s.in_flight_prefill_tokens = prefill_tokens();
-  s.in_flight_kv_tokens = kv_tokens();
   s.capacity = cfg_.capacity;
   std::lock_guard lock(mu_);
   // A server that reports its KV cache's size (vLLM's cache_config_info) is sized by it when
@@ -177,7 +176,6 @@ PoolState::Pick PoolState::ScheduleLocked(const RequestInfo& req, uint32_t outpu
         },
         thresholds_, &roomy_);
     if (wait) {
-      pick.reason = "saturated";
       pick.saturated = true;
       return pick;
     }
@@ -227,7 +225,6 @@ PoolState::Enqueued PoolState::Enqueue(std::shared_ptr<Waiter> w,
   e.deadline_s = pushed.deadline_s;
   if (pushed.refusal != scheduling::flow::Refusal::kNone) return e;
   w->id = pushed.id;
-  w->queued_at = a.now_s;
   waiting_.emplace(pushed.id, std::move(w));
   DispatchLocked();
   return e;

@@ -153,7 +153,6 @@ class PoolState {
     RequestInfo info;
     uint32_t output_tokens = 0;  // the most it may generate (max_tokens, else an estimate)
     uint64_t id = 0;
-    double queued_at = 0;  // on the pool's clock
     bool released = false;
     Pick pick;
     // The handler's, on its worker thread only.

@@ -642,9 +642,8 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
         co_await w->timer.async_wait(with_ec(ec));
         if (pool->IsReleased(*w)) break;
         if (w->client_gone || std::chrono::steady_clock::now() >= deadline) {
-          left = pool->Withdraw(*w);
-          if (left) break;
-          break;  // released meanwhile: it is served
+          left = pool->Withdraw(*w);  // false: released meanwhile, so it is served
+          break;
         }
       }
       if (!w->client_gone) {

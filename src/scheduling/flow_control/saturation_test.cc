@@ -8,7 +8,6 @@ namespace {
 EndpointSnapshot Busy() {
   EndpointSnapshot e;
   e.in_flight = 4;
-  e.in_flight_kv_tokens = 40000;
   e.capacity.kv_cache_tokens = 100000;
   e.capacity.max_num_seqs = 8;
   return e;
@@ -53,7 +52,6 @@ TEST(Saturation, AnIdleEndpointTakesEvenAnOversizedRequest) {
 TEST(Saturation, UnknownCapacityIsBoundedOnlyByWhatIsKnown) {
   EndpointSnapshot e;
   e.in_flight = 1000;
-  e.in_flight_kv_tokens = 1 << 30;
   EXPECT_EQ(RoomFor(e, 1e9, {}), Full::kNone);
 }
 

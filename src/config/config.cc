@@ -49,6 +49,42 @@ Status OptionalInt(const Node& n, const char* key, int64_t lo, int64_t hi, T* ou
   return Status::Ok();
 }
 
+// An optional duration field of `n`, left as it is when absent; zero is allowed only when
+// `allow_zero`.
+Status OptionalDur(const Node& n, const char* key, bool allow_zero, Duration* out) {
+  if (!n.Has(key)) return Status::Ok();
+  Node v = n.Get(key);
+  IG_ASSIGN_OR_RETURN(Duration d, v.Dur());
+  if (allow_zero && d.count() < 0) return v.Error("must not be negative");
+  if (!allow_zero && d.count() <= 0) return v.Error("must be greater than zero");
+  *out = d;
+  return Status::Ok();
+}
+
+// An optional boolean field of `n`, left as it is when absent.
+Status OptionalBool(const Node& n, const char* key, bool* out) {
+  if (!n.Has(key)) return Status::Ok();
+  IG_ASSIGN_OR_RETURN(*out, n.Get(key).Bool());
+  return Status::Ok();
+}
+
+// Two duration fields of `n` that must be in order, `lo` <= `hi`. The error is at the one
+// that `blame_lo` names when it is written, else at the other (the defaults are in order, so
+// one of them is written).
+Status CheckOrder(const Node& n, const char* lo_key, Duration lo, const char* hi_key, Duration hi,
+                  bool blame_lo) {
+  if (lo <= hi) return Status::Ok();
+  auto value = [&n](const char* key, Duration d) {
+    return FormatDuration(d) + (n.Has(key) ? "" : ", the default");
+  };
+  if (blame_lo ? !n.Has(lo_key) : n.Has(hi_key)) {
+    return n.Get(hi_key).Error(fmt::format("must be at least {} ({}), got {}", lo_key,
+                                           value(lo_key, lo), FormatDuration(hi)));
+  }
+  return n.Get(lo_key).Error(fmt::format("must be at most {} ({}), got {}", hi_key,
+                                         value(hi_key, hi), FormatDuration(lo)));
+}
+
 Result<PluginConfig> ParsePlugin(const Node& n, bool weighted) {
   PluginConfig p;
   p.mark = n.mark();
@@ -275,6 +311,21 @@ Result<std::string> ParseKeyDigest(const Node& n) {
   return AsciiLower(d);
 }
 
+// An `apiKeySha256` field: a list of digests, or one digest as shorthand.
+Status ParseKeyDigests(const Node& keys, std::vector<std::string>* out) {
+  if (keys.IsScalar()) {
+    IG_ASSIGN_OR_RETURN(std::string d, ParseKeyDigest(keys));
+    out->push_back(std::move(d));
+    return Status::Ok();
+  }
+  IG_RETURN_IF_ERROR(keys.ExpectSequence());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    IG_ASSIGN_OR_RETURN(std::string d, ParseKeyDigest(keys.At(i)));
+    out->push_back(std::move(d));
+  }
+  return Status::Ok();
+}
+
 std::string ClassNames(const std::vector<PriorityClass>& classes) {
   std::string list;
   for (const auto& c : classes) list += (list.empty() ? "" : ", ") + c.name;
@@ -316,17 +367,7 @@ Result<Tenant> ParseTenant(const Node& n) {
   IG_ASSIGN_OR_RETURN(t.name, n.Get("name").String());
   if (t.name.empty()) return n.Get("name").Error("a tenant name must not be empty");
   if (n.Has("apiKeySha256")) {
-    Node keys = n.Get("apiKeySha256");
-    if (keys.IsScalar()) {  // shorthand: one digest
-      IG_ASSIGN_OR_RETURN(std::string d, ParseKeyDigest(keys));
-      t.api_key_sha256.push_back(std::move(d));
-    } else {
-      IG_RETURN_IF_ERROR(keys.ExpectSequence());
-      for (size_t i = 0; i < keys.size(); ++i) {
-        IG_ASSIGN_OR_RETURN(std::string d, ParseKeyDigest(keys.At(i)));
-        t.api_key_sha256.push_back(std::move(d));
-      }
-    }
+    IG_RETURN_IF_ERROR(ParseKeyDigests(n.Get("apiKeySha256"), &t.api_key_sha256));
   }
   if (n.Has("priorityClass")) {
     IG_ASSIGN_OR_RETURN(t.priority_class, n.Get("priorityClass").String());
@@ -490,11 +531,137 @@ Status ParseFlowControl(const Node& n, FlowControl* f) {
   return Status::Ok();
 }
 
+Status ParseHealth(const Node& n, Health* h) {
+  IG_RETURN_IF_ERROR(n.ExpectMap());
+  IG_RETURN_IF_ERROR(n.CheckKeys({"passive", "active"}));
+  if (n.Has("passive")) {
+    Node p = n.Get("passive");
+    PassiveHealth& ph = h->passive;
+    IG_RETURN_IF_ERROR(p.ExpectMap());
+    IG_RETURN_IF_ERROR(
+        p.CheckKeys({"enabled", "consecutiveFailures", "baseEjection", "maxEjection"}));
+    IG_RETURN_IF_ERROR(OptionalBool(p, "enabled", &ph.enabled));
+    IG_RETURN_IF_ERROR(OptionalInt(p, "consecutiveFailures", 1, 1000000, &ph.consecutive_failures));
+    IG_RETURN_IF_ERROR(OptionalDur(p, "baseEjection", false, &ph.base_ejection));
+    IG_RETURN_IF_ERROR(OptionalDur(p, "maxEjection", false, &ph.max_ejection));
+    IG_RETURN_IF_ERROR(CheckOrder(p, "baseEjection", ph.base_ejection, "maxEjection",
+                                  ph.max_ejection, /*blame_lo=*/false));
+  }
+  if (n.Has("active")) {
+    Node a = n.Get("active");
+    ActiveHealth& ah = h->active;
+    IG_RETURN_IF_ERROR(a.ExpectMap());
+    IG_RETURN_IF_ERROR(a.CheckKeys(
+        {"enabled", "path", "interval", "timeout", "healthyThreshold", "unhealthyThreshold"}));
+    IG_RETURN_IF_ERROR(OptionalBool(a, "enabled", &ah.enabled));
+    if (a.Has("path")) {
+      IG_ASSIGN_OR_RETURN(ah.path, a.Get("path").String());
+      if (!StartsWith(ah.path, "/")) {
+        return a.Get("path").Error(
+            fmt::format("expected a path starting with '/', got '{}'", ah.path));
+      }
+    }
+    IG_RETURN_IF_ERROR(OptionalDur(a, "interval", false, &ah.interval));
+    IG_RETURN_IF_ERROR(OptionalDur(a, "timeout", false, &ah.timeout));
+    IG_RETURN_IF_ERROR(
+        CheckOrder(a, "timeout", ah.timeout, "interval", ah.interval, /*blame_lo=*/true));
+    IG_RETURN_IF_ERROR(OptionalInt(a, "healthyThreshold", 1, 1000000, &ah.healthy_threshold));
+    IG_RETURN_IF_ERROR(OptionalInt(a, "unhealthyThreshold", 1, 1000000, &ah.unhealthy_threshold));
+  }
+  return Status::Ok();
+}
+
+Status ParseRetries(const Node& n, Retries* r) {
+  IG_RETURN_IF_ERROR(n.ExpectMap());
+  IG_RETURN_IF_ERROR(n.CheckKeys({"maxRetries", "budgetPercent", "minRetryReserve"}));
+  IG_RETURN_IF_ERROR(OptionalInt(n, "maxRetries", 0, 10, &r->max_retries));
+  if (n.Has("budgetPercent")) {
+    IG_ASSIGN_OR_RETURN(r->budget_percent, n.Get("budgetPercent").Double(0, 100));
+  }
+  IG_RETURN_IF_ERROR(OptionalInt(n, "minRetryReserve", 0, 1000000, &r->min_retry_reserve));
+  return Status::Ok();
+}
+
+Status ParseLifecycle(const Node& n, Lifecycle* l) {
+  IG_RETURN_IF_ERROR(n.ExpectMap());
+  IG_RETURN_IF_ERROR(n.CheckKeys({"shutdownTimeout", "drainTimeout", "configWatchInterval"}));
+  IG_RETURN_IF_ERROR(OptionalDur(n, "shutdownTimeout", true, &l->shutdown_timeout));
+  IG_RETURN_IF_ERROR(OptionalDur(n, "drainTimeout", false, &l->drain_timeout));
+  IG_RETURN_IF_ERROR(OptionalDur(n, "configWatchInterval", true, &l->config_watch_interval));
+  return Status::Ok();
+}
+
+Status ParseAdmin(const Node& n, Admin* a) {
+  IG_RETURN_IF_ERROR(n.ExpectMap());
+  IG_RETURN_IF_ERROR(n.CheckKeys({"apiKeySha256"}));
+  if (!n.Has("apiKeySha256")) return Status::Ok();
+  Node keys = n.Get("apiKeySha256");
+  IG_RETURN_IF_ERROR(ParseKeyDigests(keys, &a->api_key_sha256));
+  std::set<std::string> seen;
+  for (size_t k = 0; k < a->api_key_sha256.size(); ++k) {
+    if (!seen.insert(a->api_key_sha256[k]).second) {
+      return (keys.IsScalar() ? keys : keys.At(k)).Error("this key digest is listed twice");
+    }
+  }
+  return Status::Ok();
+}
+
+// A peer to dial: HOST:PORT with a host (an address or a DNS name) and a port 1-65535.
+Status CheckPeer(const std::string& peer) {
+  auto hp = ParseHostPort(peer);
+  if (!hp.ok() || peer.front() == ':' || hp->first.find_first_of("/ \t@?#") != std::string::npos) {
+    return Status::Error(
+        fmt::format("expected HOST:PORT such as gw-0.gw:7946 or 10.0.0.5:7946, got '{}'", peer));
+  }
+  if (hp->second == 0) return Status::Error(fmt::format("port must be 1-65535, got '{}'", peer));
+  return Status::Ok();
+}
+
+Status ParseHa(const Node& n, Ha* ha) {
+  IG_RETURN_IF_ERROR(n.ExpectMap());
+  IG_RETURN_IF_ERROR(n.CheckKeys({"listen", "peers", "resolveInterval", "replicaId"}));
+  if (n.Has("listen")) {
+    IG_ASSIGN_OR_RETURN(std::string listen, n.Get("listen").String());
+    auto hp = ParseHostPort(listen);
+    if (!hp.ok()) return n.Get("listen").Error(hp.status().message());
+    ha->listen_host = hp->first;
+    ha->listen_port = hp->second;
+  }
+  if (n.Has("peers")) {
+    Node peers = n.Get("peers");
+    IG_RETURN_IF_ERROR(peers.ExpectSequence());
+    std::set<std::string> seen;
+    for (size_t i = 0; i < peers.size(); ++i) {
+      IG_ASSIGN_OR_RETURN(std::string peer, peers.At(i).String());
+      if (peer.empty()) return peers.At(i).Error("expected HOST:PORT, got an empty string");
+      Status s = CheckPeer(peer);
+      if (!s.ok()) return peers.At(i).Error(s.message());
+      if (!seen.insert(peer).second) {
+        return peers.At(i).Error(fmt::format("peer '{}' is listed twice", peer));
+      }
+      ha->peers.push_back(std::move(peer));
+    }
+    if (!ha->peers.empty() && ha->listen_host.empty()) {
+      return peers.Error(
+          "peering needs spec.ha.listen (the address peers connect to), which is not set");
+    }
+  }
+  IG_RETURN_IF_ERROR(OptionalDur(n, "resolveInterval", false, &ha->resolve_interval));
+  if (n.Has("replicaId")) {
+    IG_ASSIGN_OR_RETURN(ha->replica_id, n.Get("replicaId").String());
+    if (ha->replica_id.empty()) {
+      return n.Get("replicaId").Error("must not be empty (leave it out to have one generated)");
+    }
+  }
+  return Status::Ok();
+}
+
 Status ParseSpec(const Node& spec, Gateway* g) {
   IG_RETURN_IF_ERROR(spec.ExpectMap());
   IG_RETURN_IF_ERROR(
       spec.CheckKeys({"listen", "workers", "timeouts", "limits", "upstream", "endpointMetrics",
-                      "tenancy", "flowControl", "pools", "schedulingProfiles"}));
+                      "tenancy", "flowControl", "health", "retries", "lifecycle", "admin", "ha",
+                      "pools", "schedulingProfiles"}));
   if (spec.Has("listen")) {
     IG_ASSIGN_OR_RETURN(std::string listen, spec.Get("listen").String());
     auto hp = ParseHostPort(listen);
@@ -579,6 +746,13 @@ Status ParseSpec(const Node& spec, Gateway* g) {
   if (spec.Has("flowControl")) {
     IG_RETURN_IF_ERROR(ParseFlowControl(spec.Get("flowControl"), &g->flow_control));
   }
+  if (spec.Has("health")) IG_RETURN_IF_ERROR(ParseHealth(spec.Get("health"), &g->health));
+  if (spec.Has("retries")) IG_RETURN_IF_ERROR(ParseRetries(spec.Get("retries"), &g->retries));
+  if (spec.Has("lifecycle")) {
+    IG_RETURN_IF_ERROR(ParseLifecycle(spec.Get("lifecycle"), &g->lifecycle));
+  }
+  if (spec.Has("admin")) IG_RETURN_IF_ERROR(ParseAdmin(spec.Get("admin"), &g->admin));
+  if (spec.Has("ha")) IG_RETURN_IF_ERROR(ParseHa(spec.Get("ha"), &g->ha));
   if (spec.Has("schedulingProfiles")) {
     Node profs = spec.Get("schedulingProfiles");
     IG_RETURN_IF_ERROR(profs.ExpectSequence());

@@ -607,3 +607,250 @@ TEST(ConfigTenancy, BadHeaderName) {
 
 }  // namespace
 }  // namespace infergrid::config
+
+namespace infergrid::config {
+namespace {
+
+TEST(ConfigOperations, Defaults) {
+  auto g = ParseGateway(std::string(kHead) + kPoolA, "o.yaml");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const PassiveHealth& p = g->health.passive;
+  EXPECT_TRUE(p.enabled);
+  EXPECT_EQ(p.consecutive_failures, 3u);
+  EXPECT_EQ(p.base_ejection, std::chrono::seconds(5));
+  EXPECT_EQ(p.max_ejection, std::chrono::seconds(60));
+  const ActiveHealth& a = g->health.active;
+  EXPECT_TRUE(a.enabled);
+  EXPECT_EQ(a.path, "/health");
+  EXPECT_EQ(a.interval, std::chrono::seconds(2));
+  EXPECT_EQ(a.timeout, std::chrono::seconds(1));
+  EXPECT_EQ(a.healthy_threshold, 1u);
+  EXPECT_EQ(a.unhealthy_threshold, 2u);
+  EXPECT_EQ(g->retries.max_retries, 2u);
+  EXPECT_EQ(g->retries.budget_percent, 20);
+  EXPECT_EQ(g->retries.min_retry_reserve, 3u);
+  EXPECT_EQ(g->lifecycle.shutdown_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(g->lifecycle.drain_timeout, std::chrono::seconds(300));
+  EXPECT_EQ(g->lifecycle.config_watch_interval, std::chrono::seconds(2));
+  EXPECT_TRUE(g->admin.api_key_sha256.empty());
+  EXPECT_EQ(g->ha.listen_host, "");
+  EXPECT_EQ(g->ha.listen_port, 0);
+  EXPECT_TRUE(g->ha.peers.empty());
+  EXPECT_EQ(g->ha.resolve_interval, std::chrono::seconds(5));
+  EXPECT_EQ(g->ha.replica_id, "");
+
+  // Empty sections are the defaults too.
+  g = ParseGateway(std::string(kHead) +
+                       "  health: {passive: {}, active: {}}\n"
+                       "  retries: {}\n"
+                       "  lifecycle: {}\n"
+                       "  admin: {apiKeySha256: []}\n"
+                       "  ha: {peers: []}\n" +
+                       kPoolA,
+                   "o.yaml");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->health.passive.max_ejection, std::chrono::seconds(60));
+  EXPECT_EQ(g->health.active.interval, std::chrono::seconds(2));
+  EXPECT_EQ(g->retries.max_retries, 2u);
+  EXPECT_EQ(g->lifecycle.drain_timeout, std::chrono::seconds(300));
+  EXPECT_TRUE(g->admin.api_key_sha256.empty());
+  EXPECT_EQ(g->ha.listen_host, "");
+
+  auto flags = FromFlags("m", {"http://127.0.0.1:1"}, "127.0.0.1:0");
+  ASSERT_TRUE(flags.ok()) << flags.status().message();
+  EXPECT_EQ(flags->health.passive.consecutive_failures, 3u);
+  EXPECT_EQ(flags->retries.max_retries, 2u);
+  EXPECT_TRUE(flags->ha.peers.empty());
+}
+
+TEST(ConfigOperations, ParsesEveryField) {
+  std::string y = std::string(kHead) +
+                  "  health:\n"
+                  "    passive:\n"
+                  "      enabled: false\n"
+                  "      consecutiveFailures: 7\n"
+                  "      baseEjection: 250ms\n"
+                  "      maxEjection: 2m\n"
+                  "    active:\n"
+                  "      enabled: false\n"
+                  "      path: /v1/models\n"
+                  "      interval: 10s\n"
+                  "      timeout: 10s\n"
+                  "      healthyThreshold: 4\n"
+                  "      unhealthyThreshold: 5\n"
+                  "  retries:\n"
+                  "    maxRetries: 10\n"
+                  "    budgetPercent: 12.5\n"
+                  "    minRetryReserve: 0\n"
+                  "  lifecycle:\n"
+                  "    shutdownTimeout: 0s\n"
+                  "    drainTimeout: 90s\n"
+                  "    configWatchInterval: 0s\n"
+                  "  admin:\n"
+                  "    apiKeySha256: [" +
+                  Upper(kDigestA) + ", " + kDigestB +
+                  "]\n"
+                  "  ha:\n"
+                  "    listen: 0.0.0.0:7946\n"
+                  "    peers: [\"gw-0.gw:7946\", \"10.0.0.5:7946\", \"[fd00::1]:7000\"]\n"
+                  "    resolveInterval: 1500ms\n"
+                  "    replicaId: gw-a\n" +
+                  kPoolA;
+  auto g = ParseGateway(y, "o.yaml");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const PassiveHealth& p = g->health.passive;
+  EXPECT_FALSE(p.enabled);
+  EXPECT_EQ(p.consecutive_failures, 7u);
+  EXPECT_EQ(p.base_ejection, std::chrono::milliseconds(250));
+  EXPECT_EQ(p.max_ejection, std::chrono::minutes(2));
+  const ActiveHealth& a = g->health.active;
+  EXPECT_FALSE(a.enabled);
+  EXPECT_EQ(a.path, "/v1/models");
+  EXPECT_EQ(a.interval, std::chrono::seconds(10));
+  EXPECT_EQ(a.timeout, std::chrono::seconds(10));  // equal to the interval is allowed
+  EXPECT_EQ(a.healthy_threshold, 4u);
+  EXPECT_EQ(a.unhealthy_threshold, 5u);
+  EXPECT_EQ(g->retries.max_retries, 10u);
+  EXPECT_EQ(g->retries.budget_percent, 12.5);
+  EXPECT_EQ(g->retries.min_retry_reserve, 0u);
+  EXPECT_EQ(g->lifecycle.shutdown_timeout, Duration(0));
+  EXPECT_EQ(g->lifecycle.drain_timeout, std::chrono::seconds(90));
+  EXPECT_EQ(g->lifecycle.config_watch_interval, Duration(0));
+  EXPECT_EQ(g->admin.api_key_sha256, (std::vector<std::string>{kDigestA, kDigestB}));
+  EXPECT_EQ(g->ha.listen_host, "0.0.0.0");
+  EXPECT_EQ(g->ha.listen_port, 7946);
+  EXPECT_EQ(g->ha.peers,
+            (std::vector<std::string>{"gw-0.gw:7946", "10.0.0.5:7946", "[fd00::1]:7000"}));
+  EXPECT_EQ(g->ha.resolve_interval, std::chrono::milliseconds(1500));
+  EXPECT_EQ(g->ha.replica_id, "gw-a");
+
+  // One admin digest as a string; a listen address of port 0 (any free port) and no host.
+  g = ParseGateway(std::string(kHead) + "  admin: {apiKeySha256: " + kDigestC +
+                       "}\n  ha: {listen: \":0\"}\n" + kPoolA,
+                   "o.yaml");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->admin.api_key_sha256, std::vector<std::string>{kDigestC});
+  EXPECT_EQ(g->ha.listen_host, "0.0.0.0");
+  EXPECT_EQ(g->ha.listen_port, 0);
+}
+
+TEST(ConfigOperations, UnknownFieldsHavePositions) {
+  EXPECT_EQ(SpecError("  health:\n    passiv: {}\n"),
+            "bad.yaml:5:5: spec.health.passiv: unknown field 'passiv'; expected one of: active, "
+            "passive");
+  EXPECT_EQ(SpecError("  health:\n    active:\n    timeout: 1s\n"),
+            "bad.yaml:6:5: spec.health.timeout: unknown field 'timeout'; expected one of: active, "
+            "passive");
+  EXPECT_EQ(SpecError("  health:\n    active: {intervalSeconds: 2}\n"),
+            "bad.yaml:5:14: spec.health.active.intervalSeconds: unknown field 'intervalSeconds'; "
+            "expected one of: enabled, healthyThreshold, interval, path, timeout, "
+            "unhealthyThreshold");
+  EXPECT_EQ(SpecError("  retries: {attempts: 2}\n"),
+            "bad.yaml:4:13: spec.retries.attempts: unknown field 'attempts'; expected one of: "
+            "budgetPercent, maxRetries, minRetryReserve");
+  EXPECT_EQ(SpecError("  ha: {seeds: []}\n"),
+            "bad.yaml:4:8: spec.ha.seeds: unknown field 'seeds'; expected one of: listen, peers, "
+            "replicaId, resolveInterval");
+  EXPECT_THAT(SpecError("  healthChecks: {}\n"),
+              HasSubstr("bad.yaml:4:3: spec.healthChecks: unknown field 'healthChecks'; expected "
+                        "one of: admin, endpointMetrics, flowControl, ha, health, lifecycle, "
+                        "limits, listen, pools, retries, schedulingProfiles, tenancy, timeouts, "
+                        "upstream, workers"));
+}
+
+TEST(ConfigOperations, HealthErrors) {
+  // A probe that outlasts its interval: at the timeout, or at the interval if only it is given.
+  EXPECT_EQ(SpecError("  health:\n    active:\n      interval: 1s\n      timeout: 1500ms\n"),
+            "bad.yaml:7:16: spec.health.active.timeout: must be at most interval (1s), got 1500ms");
+  EXPECT_EQ(SpecError("  health:\n    active: {interval: 500ms}\n"),
+            "bad.yaml:5:24: spec.health.active.interval: must be at least timeout (1s, the "
+            "default), got 500ms");
+  // Ejections that cannot grow: at maxEjection, or at baseEjection if only it is given.
+  EXPECT_EQ(SpecError("  health:\n    passive:\n      baseEjection: 10s\n      maxEjection: 5s\n"),
+            "bad.yaml:7:20: spec.health.passive.maxEjection: must be at least baseEjection (10s), "
+            "got 5s");
+  EXPECT_EQ(SpecError("  health:\n    passive: {baseEjection: 2m}\n"),
+            "bad.yaml:5:29: spec.health.passive.baseEjection: must be at most maxEjection (60s, "
+            "the default), got 120s");
+  EXPECT_EQ(SpecError("  health:\n    passive: {baseEjection: 0s}\n"),
+            "bad.yaml:5:29: spec.health.passive.baseEjection: must be greater than zero");
+  EXPECT_THAT(SpecError("  health:\n    passive: {consecutiveFailures: 0}\n"),
+              HasSubstr("bad.yaml:5:36: spec.health.passive.consecutiveFailures: expected an "
+                        "integer from 1 to 1000000, got 0"));
+  EXPECT_EQ(SpecError("  health:\n    active: {path: health}\n"),
+            "bad.yaml:5:20: spec.health.active.path: expected a path starting with '/', got "
+            "'health'");
+  EXPECT_THAT(SpecError("  health:\n    active: {interval: 0s}\n"),
+              HasSubstr("bad.yaml:5:24: spec.health.active.interval: must be greater than zero"));
+  EXPECT_THAT(SpecError("  health:\n    active: {unhealthyThreshold: 0}\n"),
+              HasSubstr("bad.yaml:5:34: spec.health.active.unhealthyThreshold: expected an "
+                        "integer from 1 to 1000000, got 0"));
+  EXPECT_THAT(
+      SpecError("  health:\n    active: {enabled: on}\n"),
+      HasSubstr("bad.yaml:5:23: spec.health.active.enabled: expected true or false, got 'on'"));
+}
+
+TEST(ConfigOperations, RetriesAndLifecycleErrors) {
+  EXPECT_THAT(SpecError("  retries: {maxRetries: 11}\n"),
+              HasSubstr("bad.yaml:4:25: spec.retries.maxRetries: expected an integer from 0 to "
+                        "10, got 11"));
+  EXPECT_THAT(SpecError("  retries: {budgetPercent: 101}\n"),
+              HasSubstr("bad.yaml:4:28: spec.retries.budgetPercent: expected a number from 0 to "
+                        "100, got 101"));
+  EXPECT_THAT(SpecError("  retries: {minRetryReserve: -1}\n"),
+              HasSubstr("bad.yaml:4:30: spec.retries.minRetryReserve: expected an integer from 0 "
+                        "to 1000000, got -1"));
+  EXPECT_EQ(SpecError("  lifecycle:\n    drainTimeout: 0s\n"),
+            "bad.yaml:5:19: spec.lifecycle.drainTimeout: must be greater than zero");
+  EXPECT_THAT(SpecError("  lifecycle:\n    shutdownTimeout: 30\n"),
+              HasSubstr("bad.yaml:5:22: spec.lifecycle.shutdownTimeout: '30' has no valid unit"));
+}
+
+TEST(ConfigOperations, AdminKeyDigests) {
+  // Checked as tenants' digests are, never echoing the value.
+  std::string err = SpecError("  admin:\n    apiKeySha256: [" + kDigestA + ", sk-admin]\n");
+  EXPECT_EQ(err,
+            "bad.yaml:5:86: spec.admin.apiKeySha256[1]: expected the key's SHA-256 as 64 hex "
+            "digits (printf %s \"$KEY\" | sha256sum), got 8 characters");
+  EXPECT_THAT(err, Not(HasSubstr("sk-admin")));
+  std::string not_hex = kDigestB;
+  not_hex[63] = 'z';
+  EXPECT_EQ(SpecError("  admin:\n    apiKeySha256: " + not_hex + "\n"),
+            "bad.yaml:5:19: spec.admin.apiKeySha256: expected the key's SHA-256 as 64 hex digits "
+            "(printf %s \"$KEY\" | sha256sum), got a character that is not a hex digit at offset "
+            "63");
+  EXPECT_EQ(SpecError("  admin:\n    apiKeySha256:\n    - " + kDigestA + "\n    - " +
+                      Upper(kDigestA) + "\n"),
+            "bad.yaml:7:7: spec.admin.apiKeySha256[1]: this key digest is listed twice");
+}
+
+TEST(ConfigOperations, HaErrors) {
+  EXPECT_EQ(SpecError("  ha:\n    peers: [\"gw-0.gw:7946\"]\n"),
+            "bad.yaml:5:12: spec.ha.peers: peering needs spec.ha.listen (the address peers "
+            "connect to), which is not set");
+  EXPECT_EQ(SpecError("  ha:\n    listen: :7946\n    peers: [\"gw-0.gw\"]\n"),
+            "bad.yaml:6:13: spec.ha.peers[0]: expected HOST:PORT such as gw-0.gw:7946 or "
+            "10.0.0.5:7946, got 'gw-0.gw'");
+  EXPECT_EQ(SpecError("  ha:\n    listen: :7946\n    peers: [\"gw-0.gw:1\", \"10.0.0.5:0\"]\n"),
+            "bad.yaml:6:26: spec.ha.peers[1]: port must be 1-65535, got '10.0.0.5:0'");
+  EXPECT_THAT(SpecError("  ha:\n    listen: :7946\n    peers: [\"10.0.0.5:70000\"]\n"),
+              HasSubstr("spec.ha.peers[0]: expected HOST:PORT"));
+  EXPECT_THAT(SpecError("  ha:\n    listen: :7946\n    peers: [\":7946\"]\n"),
+              HasSubstr("spec.ha.peers[0]: expected HOST:PORT"));
+  EXPECT_THAT(SpecError("  ha:\n    listen: :7946\n    peers: [\"http://gw-0:7946\"]\n"),
+              HasSubstr("spec.ha.peers[0]: expected HOST:PORT"));
+  EXPECT_EQ(SpecError("  ha:\n    listen: :7946\n    peers: [\"a:1\", \"a:1\"]\n"),
+            "bad.yaml:6:20: spec.ha.peers[1]: peer 'a:1' is listed twice");
+  EXPECT_EQ(SpecError("  ha:\n    listen: 7946\n"),
+            "bad.yaml:5:13: spec.ha.listen: '7946' is not HOST:PORT");
+  EXPECT_EQ(SpecError("  ha:\n    listen: :7946\n    resolveInterval: 0s\n"),
+            "bad.yaml:6:22: spec.ha.resolveInterval: must be greater than zero");
+  EXPECT_EQ(SpecError("  ha:\n    replicaId: \"\"\n"),
+            "bad.yaml:5:16: spec.ha.replicaId: must not be empty (leave it out to have one "
+            "generated)");
+  EXPECT_THAT(SpecError("  ha:\n    peers: gw-0.gw:7946\n"),
+              HasSubstr("bad.yaml:5:12: spec.ha.peers: expected a list"));
+}
+
+}  // namespace
+}  // namespace infergrid::config

@@ -184,6 +184,60 @@ struct FlowControl {
   Duration new_session_max_delay = std::chrono::seconds(10);
 };
 
+// Endpoint health (docs/zero-downtime.md). Passive: consecutive failed requests (connect
+// failures, resets before a response, 5xx, first-byte timeouts) eject an endpoint for
+// baseEjection, doubling on each ejection in a row up to maxEjection; it rejoins when the
+// ejection ends and (with active checks on) a probe passes. Active: GET path at interval.
+struct PassiveHealth {
+  bool enabled = true;
+  uint32_t consecutive_failures = 3;
+  Duration base_ejection = std::chrono::seconds(5);
+  Duration max_ejection = std::chrono::seconds(60);
+};
+struct ActiveHealth {
+  bool enabled = true;
+  std::string path = "/health";
+  Duration interval = std::chrono::seconds(2);
+  Duration timeout = std::chrono::seconds(1);
+  uint32_t healthy_threshold = 1;    // passes in a row that bring an endpoint back
+  uint32_t unhealthy_threshold = 2;  // failures in a row that take it out
+};
+struct Health {
+  PassiveHealth passive;
+  ActiveHealth active;
+};
+
+// Retrying a request on another endpoint when its upstream failed before any response byte
+// reached the client (connect failure, reset before headers, a 503 from the server).
+struct Retries {
+  uint32_t max_retries = 2;        // per request; 0: never
+  double budget_percent = 20;      // retries at most this share of requests...
+  uint32_t min_retry_reserve = 3;  // ...plus this many, refilled as requests arrive
+};
+
+// Lifecycle of the process: SIGTERM and endpoint drains.
+struct Lifecycle {
+  Duration shutdown_timeout = std::chrono::seconds(30);  // in-flight streams get this long
+  Duration drain_timeout = std::chrono::seconds(300);    // removal waits this long for a drain
+  Duration config_watch_interval = std::chrono::seconds(2);  // 0: no watching of --config
+};
+
+// The authenticated admin API (/admin/...): off unless a key is configured.
+struct Admin {
+  std::vector<std::string> api_key_sha256;
+};
+
+// High availability: replicas share routing decisions (prefix index, session homes) over a
+// small TCP protocol; a (re)connected peer sends its whole state first.
+struct Ha {
+  std::string listen_host;  // empty: peering off
+  uint16_t listen_port = 0;
+  std::vector<std::string> peers;  // HOST:PORT; a name resolving to several addresses dials each
+  Duration resolve_interval = std::chrono::seconds(5);
+  std::string replica_id;  // empty: generated
+  // Tenant limits across replicas: each replica enforces limit / (replicas it can reach + 1).
+};
+
 struct Gateway {
   std::string name = "infergrid";
   std::string listen_host = "0.0.0.0";
@@ -195,6 +249,11 @@ struct Gateway {
   Scrape scrape;
   Tenancy tenancy;
   FlowControl flow_control;
+  Health health;
+  Retries retries;
+  Lifecycle lifecycle;
+  Admin admin;
+  Ha ha;
   std::vector<Pool> pools;
   std::vector<SchedulingProfile> profiles;
   std::string source;  // the file it was read from, for error messages

@@ -7,9 +7,11 @@
 // Plugins do no I/O and read no wall clock; time, if needed, comes in through the request.
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <random>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -38,6 +40,16 @@ class Scorer {
   virtual bool uses_metrics() const { return false; }
   virtual void OnPicked(const RequestInfo& req, const EndpointSnapshot& chosen) {}
   virtual void OnCompleted(const RequestInfo& req, size_t endpoint_index, const Completion& c) {}
+  // Another gateway replica sent `req` to `endpoint_index` (docs/zero-downtime.md): a plugin
+  // that remembers where requests went (a session's home) records it as if it had chosen it.
+  virtual void OnObserved(const RequestInfo& req, size_t endpoint_index) {}
+  // The sessions it keeps, least recently seen first (to warm a peer replica).
+  struct SessionHome {
+    const std::string* key;
+    size_t endpoint;
+    double tokens;
+  };
+  virtual void ForEachSession(const std::function<void(const SessionHome&)>& fn) const {}
 };
 
 class Picker {

@@ -31,7 +31,9 @@ void PrefixState::Prepare(const RequestInfo& req, std::span<const EndpointSnapsh
   if (prepared_) return;
   prepared_ = true;
   committed_ = false;
-  index_.Reserve(endpoints.size());
+  size_t n = 0;
+  for (const EndpointSnapshot& e : endpoints) n = std::max(n, e.index + 1);
+  index_.Reserve(n);
   if (p_.capacity_entries == 0) {
     for (const EndpointSnapshot& e : endpoints) {
       uint64_t kv = e.capacity.kv_cache_tokens;
@@ -52,6 +54,10 @@ void PrefixState::Commit(size_t endpoint) {
   if (!prepared_ || committed_) return;
   committed_ = true;
   index_.Insert(endpoint, keys_);
+}
+
+void PrefixState::Record(size_t endpoint, std::span<const BlockHash> keys) {
+  index_.Insert(endpoint, keys);
 }
 
 Result<PrefixState*> SharedState::Prefix(const PrefixParams& p) {

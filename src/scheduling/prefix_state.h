@@ -47,6 +47,12 @@ class PrefixState {
   // Records that the prompt went to `endpoint`. Once per decision; a no-op before Prepare.
   void Commit(size_t endpoint);
   const PrefixIndex& index() const { return index_; }
+  // The index keys of the prompt last prepared (what Commit records).
+  std::span<const BlockHash> keys() const { return keys_; }
+  // Records keys another replica sent to `endpoint` (their order as Commit's: head first).
+  void Record(size_t endpoint, std::span<const BlockHash> keys);
+  // Forgets what `endpoint` holds (its server restarted).
+  void Forget(size_t endpoint) { index_.Clear(endpoint); }
 
  private:
   PrefixParams p_;

@@ -59,4 +59,15 @@ void Scheduler::OnCompleted(const RequestInfo& req, size_t endpoint_index, const
   for (auto& ws : scorers_) ws.scorer->OnCompleted(req, endpoint_index, c);
 }
 
+void Scheduler::Observe(const RequestInfo& req, size_t endpoint_index,
+                        std::span<const BlockHash> prefix_keys) {
+  if (PrefixState* prefix = shared_->prefix(); prefix && !prefix_keys.empty())
+    prefix->Record(endpoint_index, prefix_keys);
+  for (auto& ws : scorers_) ws.scorer->OnObserved(req, endpoint_index);
+}
+
+void Scheduler::ForgetEndpoint(size_t endpoint_index) {
+  if (PrefixState* prefix = shared_->prefix()) prefix->Forget(endpoint_index);
+}
+
 }  // namespace infergrid::scheduling

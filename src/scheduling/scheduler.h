@@ -46,6 +46,14 @@ class Scheduler {
   // Reports that a request scheduled earlier on `endpoint_index` has finished.
   void OnCompleted(const RequestInfo& req, size_t endpoint_index, const Completion& c);
 
+  // Another replica sent `req` (its session key, prompt tokens and time) to `endpoint_index`,
+  // with these prefix index keys: recorded as if this scheduler had chosen it.
+  void Observe(const RequestInfo& req, size_t endpoint_index,
+               std::span<const BlockHash> prefix_keys);
+  // The endpoint's server restarted: what it was thought to cache is forgotten.
+  void ForgetEndpoint(size_t endpoint_index);
+
+  const std::vector<WeightedScorer>& scorers() const { return scorers_; }
   // What the profile's plugins share (its prefix index, if any plugin keeps one).
   SharedState& shared() { return *shared_; }
 

@@ -1,6 +1,7 @@
 #include "scheduling/flow_control/tenant_limiter.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace infergrid::scheduling::flow {
 
@@ -33,7 +34,22 @@ TenantLimiter::TenantLimiter(std::vector<TenantLimitSpec> tenants) {
   Reconfigure(std::move(tenants));
 }
 
+void TenantLimiter::SetShare(double share) {
+  share_ = std::clamp(share, 1e-6, 1.0);
+  Reconfigure(configured_);
+}
+
 void TenantLimiter::Reconfigure(std::vector<TenantLimitSpec> tenants) {
+  configured_ = tenants;
+  auto scale = [this](uint64_t limit) -> uint64_t {
+    if (limit == 0 || share_ >= 1) return limit;
+    return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(double(limit) * share_)));
+  };
+  for (auto& t : tenants) {
+    t.max_concurrent = static_cast<uint32_t>(scale(t.max_concurrent));
+    t.requests_per_minute = static_cast<uint32_t>(scale(t.requests_per_minute));
+    t.tokens_per_minute = scale(t.tokens_per_minute);
+  }
   // A tenant no longer configured has no limits (if it is still reached, as the default
   // tenant or by header); what it has in the gateway is still counted.
   for (auto& [name, st] : state_) {

@@ -32,6 +32,10 @@ class TenantLimiter {
 
   // Replaces the limits; what tenants have in the gateway and their buckets' levels stay.
   void Reconfigure(std::vector<TenantLimitSpec> tenants);
+  // This gateway's share of every limit (gateway replicas split them: 1 / replicas); each
+  // limit becomes ceil(limit x share), at least 1. Buckets' levels are capped to the new size.
+  void SetShare(double share);
+  double share() const { return share_; }
 
   struct Verdict {
     Limit exceeded = Limit::kNone;
@@ -61,6 +65,8 @@ class TenantLimiter {
     Bucket requests, tokens;
   };
   std::map<std::string, State> state_;
+  std::vector<TenantLimitSpec> configured_;
+  double share_ = 1;
 };
 
 }  // namespace infergrid::scheduling::flow

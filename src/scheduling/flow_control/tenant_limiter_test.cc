@@ -77,5 +77,20 @@ TEST(TenantLimiter, ATenantDroppedFromTheConfigHasNoLimitsLeft) {
   EXPECT_EQ(l.in_gateway("a"), 6u);
 }
 
+TEST(TenantLimiter, ReplicasSplitEveryLimit) {
+  TenantLimiter l({{"a", 5, 60, 1000}});
+  l.SetShare(0.5);  // two replicas
+  EXPECT_EQ(l.Admit("a", 400, 0).exceeded, Limit::kNone);
+  EXPECT_EQ(l.Admit("a", 100, 0).exceeded, Limit::kNone);
+  // Half of 1000 tokens a minute is spent.
+  EXPECT_EQ(l.Admit("a", 10, 0).exceeded, Limit::kTokensPerMinute);
+  l.SetShare(1.0 / 3);  // ceil(5/3) = 2 concurrent, and two are in the gateway
+  EXPECT_EQ(l.Admit("a", 1, 0).exceeded, Limit::kConcurrency);
+  l.SetShare(1);  // alone again: the whole limit, its bucket refilling at the whole rate
+  EXPECT_EQ(l.Admit("a", 1, 0).exceeded, Limit::kTokensPerMinute);
+  EXPECT_EQ(l.Admit("a", 10, 0.6).exceeded, Limit::kNone);  // 0.01 min x 1000 tokens
+  EXPECT_EQ(l.in_gateway("a"), 3u);
+}
+
 }  // namespace
 }  // namespace infergrid::scheduling::flow

@@ -238,6 +238,13 @@ void PrefixIndex::Clear(size_t endpoint) {
   while (endpoints_[endpoint].count > 0) EvictTail(endpoint);
 }
 
+void PrefixIndex::Entries(size_t endpoint, std::vector<BlockHash>* out) const {
+  if (endpoint >= endpoints_.size()) return;
+  for (uint32_t id = endpoints_[endpoint].tail; id != kNil; id = nodes_[id].prev) {
+    out->push_back(nodes_[id].hash);
+  }
+}
+
 // --- matching -------------------------------------------------------------------------------
 
 void PrefixIndex::Match(std::span<const BlockHash> blocks,

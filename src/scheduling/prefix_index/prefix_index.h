@@ -47,6 +47,8 @@ class PrefixIndex {
   void Insert(size_t endpoint, std::span<const BlockHash> blocks);
   // Forgets everything an endpoint holds (it restarted or reset its cache).
   void Clear(size_t endpoint);
+  // Appends what `endpoint` holds, least recent first.
+  void Entries(size_t endpoint, std::vector<BlockHash>* out) const;
 
   // Appends (endpoint, leading blocks of `blocks` it holds) for every endpoint holding at
   // least the first block. Not const: it reuses scratch space.

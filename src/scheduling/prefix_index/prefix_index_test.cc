@@ -171,5 +171,24 @@ TEST(PrefixIndex, MemoryPerEntryAtScale) {
   EXPECT_LE(double(idx.MemoryBytes()) / idx.size(), double(PrefixIndex::kMaxBytesPerEntry));
 }
 
+TEST(PrefixIndex, EntriesListWhatAnEndpointHoldsLeastRecentFirst) {
+  PrefixIndex idx(100);
+  idx.Insert(0, Chain(1, 3));  // its head most recent: 1, then 2, then 3
+  idx.Insert(0, Chain(2, 1));
+  std::vector<BlockHash> out;
+  idx.Entries(0, &out);
+  auto a = Chain(1, 3), b = Chain(2, 1);
+  EXPECT_EQ(out, (std::vector<BlockHash>{a[2], a[1], a[0], b[0]}));
+  // Inserted again in that order, one at a time, another index ends in the same recency.
+  PrefixIndex copy(100);
+  for (BlockHash h : out) copy.Insert(0, std::span<const BlockHash>(&h, 1));
+  std::vector<BlockHash> again;
+  copy.Entries(0, &again);
+  EXPECT_EQ(again, out);
+  out.clear();
+  idx.Entries(5, &out);  // an endpoint it never heard of holds nothing
+  EXPECT_TRUE(out.empty());
+}
+
 }  // namespace
 }  // namespace infergrid::scheduling

@@ -120,14 +120,30 @@ bool SessionAffinityScorer::Overloaded(const RequestInfo& req, const EndpointSna
 }
 
 void SessionAffinityScorer::OnPicked(const RequestInfo& req, const EndpointSnapshot& chosen) {
+  Home(req, chosen.index, /*count_move=*/true);
+}
+
+void SessionAffinityScorer::OnObserved(const RequestInfo& req, size_t endpoint_index) {
+  Home(req, endpoint_index, /*count_move=*/false);
+}
+
+void SessionAffinityScorer::ForEachSession(
+    const std::function<void(const SessionHome&)>& fn) const {
+  for (auto it = lru_.rbegin(); it != lru_.rend(); ++it) {
+    const Entry& e = sessions_.at(*it);
+    fn(SessionHome{&*it, e.endpoint, e.tokens});
+  }
+}
+
+void SessionAffinityScorer::Home(const RequestInfo& req, size_t endpoint, bool count_move) {
   if (req.session_key.empty()) return;
   const double tokens = req.prompt_tokens_estimate;
   auto it = sessions_.find(req.session_key);
   if (it != sessions_.end()) {
     Entry& e = it->second;
-    if (e.endpoint != chosen.index && req.now_seconds - e.last_seen <= o_.ttl_s) ++moves_;
+    if (count_move && e.endpoint != endpoint && req.now_seconds - e.last_seen <= o_.ttl_s) ++moves_;
     if (e.active) Count(e, -1);
-    e.endpoint = chosen.index;
+    e.endpoint = endpoint;
     e.last_seen = req.now_seconds;
     e.tokens = tokens;
     e.active = true;
@@ -137,7 +153,7 @@ void SessionAffinityScorer::OnPicked(const RequestInfo& req, const EndpointSnaps
   }
   lru_.push_front(req.session_key);
   auto ins = sessions_.emplace(req.session_key,
-                               Entry{chosen.index, req.now_seconds, tokens, true, lru_.begin()});
+                               Entry{endpoint, req.now_seconds, tokens, true, lru_.begin()});
   Count(ins.first->second, +1);
   // Forget the least recently seen beyond the bound, and any idle past the TTL.
   while (!lru_.empty() && (sessions_.size() > o_.max_sessions ||

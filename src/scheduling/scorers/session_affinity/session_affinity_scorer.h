@@ -57,6 +57,8 @@ class SessionAffinityScorer : public Scorer {
   void Score(const RequestInfo& req, std::span<const EndpointSnapshot> endpoints,
              std::span<const size_t> candidates, std::span<double> scores) override;
   void OnPicked(const RequestInfo& req, const EndpointSnapshot& chosen) override;
+  void OnObserved(const RequestInfo& req, size_t endpoint_index) override;
+  void ForEachSession(const std::function<void(const SessionHome&)>& fn) const override;
 
   size_t num_sessions() const { return sessions_.size(); }
   uint64_t moves() const { return moves_; }  // sessions that left an overloaded home
@@ -81,6 +83,7 @@ class SessionAffinityScorer : public Scorer {
   void Balance(const RequestInfo& req, std::span<const EndpointSnapshot> endpoints,
                std::span<const size_t> candidates, std::span<double> scores);
   void Count(const Entry& e, double sign);
+  void Home(const RequestInfo& req, size_t endpoint, bool count_move);
 
   Options o_;
   std::unordered_map<std::string, Entry> sessions_;

@@ -131,5 +131,21 @@ TEST(SessionAffinityScorer, PlacesNewSessionsWhereActiveContextsLeastCrowdTheKvC
   EXPECT_EQ(s.ActiveTokens(0), 0);
 }
 
+TEST(SessionAffinityScorer, AnotherReplicasDecisionSetsTheHomeAndTheSessionsExportOldestFirst) {
+  SessionAffinityScorer s(
+      {.overload = 1, .kv_threshold = 0.9, .horizon_s = 1, .ttl_s = 600, .max_sessions = 100});
+  auto eps = testutil::Endpoints(3);
+  s.OnPicked(Turn("a", 0), eps[0]);
+  s.OnObserved(Turn("b", 1), 2);
+  EXPECT_EQ(testutil::ScoreAll(s, Turn("b", 2), eps), (std::vector<double>{0, 0, 1}));
+  // A peer moving a session is not a move of this replica's.
+  s.OnObserved(Turn("a", 3), 1);
+  EXPECT_EQ(testutil::ScoreAll(s, Turn("a", 4), eps), (std::vector<double>{0, 1, 0}));
+  EXPECT_EQ(s.moves(), 0u);
+  std::vector<std::pair<std::string, size_t>> seen;
+  s.ForEachSession([&](const Scorer::SessionHome& h) { seen.emplace_back(*h.key, h.endpoint); });
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, size_t>>{{"b", 2}, {"a", 1}}));
+}
+
 }  // namespace
 }  // namespace infergrid::scheduling

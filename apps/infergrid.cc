@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 
@@ -23,6 +24,13 @@
 using namespace infergrid;
 
 namespace {
+
+// The file's bytes; empty if it cannot be read (mid-rewrite, say: the next look sees it).
+std::string ReadWhole(const std::string& path) {
+  if (path.empty()) return "";
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
 
 // Parses and validates a config file: the schema, then every scheduling plugin's parameters.
 Result<config::Gateway> LoadConfig(const std::string& path) {
@@ -60,6 +68,7 @@ int RunGateway(const std::string& config_path, const std::string& model,
   // Block the stop signals in every thread; the main thread waits for them below.
   sigset_t set = BlockStopSignals(/*reload=*/true);
 
+  const config::Lifecycle cfg_lifecycle = cfg->lifecycle;
   auto gw = gateway::Gateway::Create(std::move(cfg).value());
   if (!gw.ok()) {
     std::cerr << "error: " << gw.status().message() << "\n";
@@ -72,28 +81,63 @@ int RunGateway(const std::string& config_path, const std::string& model,
   }
   // The bound port on stdout, for scripts and tests that listen on port 0.
   std::printf("listening on port %u\n", (*gw)->port());
+  if ((*gw)->peer_port() != 0) std::printf("peering on port %u\n", (*gw)->peer_port());
   std::fflush(stdout);
+
+  // Reloads (SIGHUP, a change of the file, POST /admin/reload) read the file again, validate it
+  // whole, and apply it atomically or not at all (docs/zero-downtime.md).
+  auto load = [config_path, listen, listen_given]() -> Result<config::Gateway> {
+    IG_ASSIGN_OR_RETURN(config::Gateway next, LoadConfig(config_path));
+    if (listen_given) {
+      IG_ASSIGN_OR_RETURN(auto hp, ParseHostPort(listen));
+      next.listen_host = hp.first;
+      next.listen_port = hp.second;
+    }
+    return next;
+  };
+  if (!config_path.empty()) (*gw)->SetConfigLoader(load);
+  auto watch = config_path.empty() ? Duration{0} : cfg_lifecycle.config_watch_interval;
+  Duration shutdown_timeout = cfg_lifecycle.shutdown_timeout;
+  auto reload = [&](const char* why) {
+    auto next = load();
+    Status st = next.ok() ? (*gw)->Reload(*next) : next.status();
+    if (st.ok()) {
+      watch = next->lifecycle.config_watch_interval;
+      shutdown_timeout = next->lifecycle.shutdown_timeout;
+    }
+    if (!next.ok()) (*gw)->CountReload(false);
+    if (!st.ok()) {
+      log::Error("{}: {} not reloaded, the running configuration stays: {}", why, config_path,
+                 st.message());
+    } else {
+      log::Info("{}: configuration reloaded from {}", why, config_path);
+    }
+  };
+  std::string last_text = ReadWhole(config_path);
   int sig;
-  while ((sig = WaitForStopSignal(set)) == SIGHUP) {
-    // Tenancy and flow control are reloaded in place; queued requests keep their places.
+  while (true) {
+    sig = watch.count() > 0 ? WaitForSignalFor(set, watch) : WaitForStopSignal(set);
+    if (sig == 0) {  // the interval passed: has the file changed?
+      std::string text = ReadWhole(config_path);
+      if (text.empty() || text == last_text) continue;
+      last_text = text;
+      reload("config file changed");
+      continue;
+    }
+    if (sig != SIGHUP) break;
     if (config_path.empty()) {
       log::Warn("SIGHUP: no --config file to reload");
       continue;
     }
-    auto next = LoadConfig(config_path);
-    if (!next.ok()) {
-      log::Error("SIGHUP: {} not reloaded, the running configuration stays: {}", config_path,
-                 next.status().message());
-      (*gw)->CountReload(false);
-      continue;
-    }
-    (*gw)->ReloadTenancy(*next);
-    (*gw)->CountReload(true);
-    log::Info("SIGHUP: tenancy and flowControl reloaded from {}; other sections need a restart",
-              config_path);
+    last_text = ReadWhole(config_path);
+    reload("SIGHUP");
   }
-  log::Info("signal {}: stopping", sig);
-  (*gw)->Stop();
+  // A graceful stop: no new connections, not ready, in-flight streams finish (up to the
+  // deadline), then exit 0.
+  log::Info("signal {}: draining (up to {}s), then stopping", sig,
+            std::chrono::duration_cast<std::chrono::seconds>(shutdown_timeout).count());
+  size_t left = (*gw)->Shutdown(shutdown_timeout);
+  log::Info("stopped{}", left ? fmt::format(", {} requests cut at the deadline", left) : "");
   return 0;
 }
 

@@ -1,9 +1,11 @@
 #pragma once
 // Process signal handling for the binaries: SIGINT and SIGTERM are blocked in every thread
-// (call before starting any) and awaited by the main thread (the gateway's SIGHUP too); SIGPIPE is ignored so a closed
-// peer is an error code, not a crash.
+// (call before starting any) and awaited by the main thread (the gateway's SIGHUP too); SIGPIPE is
+// ignored so a closed peer is an error code, not a crash.
 
 #include <signal.h>
+
+#include <chrono>
 
 namespace infergrid {
 
@@ -24,6 +26,15 @@ inline int WaitForStopSignal(const sigset_t& set) {
   int sig = 0;
   sigwait(&set, &sig);
   return sig;
+}
+
+// Like WaitForStopSignal, but gives up after `timeout`: returns 0 then.
+template <typename Duration>
+inline int WaitForSignalFor(const sigset_t& set, Duration timeout) {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
+  timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  int sig = sigtimedwait(&set, nullptr, &ts);
+  return sig < 0 ? 0 : sig;
 }
 
 }  // namespace infergrid

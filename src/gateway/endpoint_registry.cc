@@ -4,6 +4,67 @@
 
 namespace infergrid::gateway {
 
+const char* AdminStateName(AdminState s) {
+  switch (s) {
+    case AdminState::kActive:
+      return "active";
+    case AdminState::kDraining:
+      return "draining";
+    case AdminState::kRemoved:
+      return "removed";
+  }
+  return "?";
+}
+
+void EndpointState::SetAdmin(AdminState s, SteadyTime now) {
+  admin_.store(s, std::memory_order_release);
+  if (s == AdminState::kActive) CancelRemoval();
+  (void)now;
+}
+
+SteadyTime EndpointState::removal_asked() const {
+  std::lock_guard lock(mu_);
+  return removal_asked_;
+}
+
+void EndpointState::AskRemoval(SteadyTime now) {
+  std::lock_guard lock(mu_);
+  if (removal_asked_ == SteadyTime{}) removal_asked_ = now;
+}
+
+void EndpointState::CancelRemoval() {
+  std::lock_guard lock(mu_);
+  removal_asked_ = SteadyTime{};
+}
+
+EndpointState::HealthChange EndpointState::RecordRequest(bool ok, double now_s,
+                                                         const HealthPolicy& p) {
+  std::lock_guard lock(mu_);
+  auto c = health_.OnRequest(ok, now_s, p);
+  health_ok_.store(health_.available(), std::memory_order_relaxed);
+  return c;
+}
+
+EndpointState::HealthChange EndpointState::RecordProbe(bool ok, double now_s,
+                                                       const HealthPolicy& p) {
+  std::lock_guard lock(mu_);
+  auto c = health_.OnProbe(ok, now_s, p);
+  health_ok_.store(health_.available(), std::memory_order_relaxed);
+  return c;
+}
+
+EndpointState::HealthChange EndpointState::TickHealth(double now_s, const HealthPolicy& p) {
+  std::lock_guard lock(mu_);
+  auto c = health_.Tick(now_s, p);
+  health_ok_.store(health_.available(), std::memory_order_relaxed);
+  return c;
+}
+
+uint64_t EndpointState::ejections() const {
+  std::lock_guard lock(mu_);
+  return health_.ejections();
+}
+
 LiveRequest* EndpointState::OnStart(uint32_t prompt_tokens, uint32_t prefill_tokens,
                                     uint32_t max_output_tokens) {
   LiveRequest* live;
@@ -76,10 +137,12 @@ double EndpointState::ttft_ewma() const {
   return ttft_ewma_;
 }
 
-void EndpointState::SetScraped(const ScrapedMetrics& m) {
+bool EndpointState::SetScraped(const ScrapedMetrics& m) {
   std::lock_guard lock(mu_);
+  bool restarted = have_scraped_ && m.prefix_queries < scraped_.prefix_queries;
   scraped_ = m;
   have_scraped_ = true;
+  return restarted;
 }
 
 bool EndpointState::Scraped(SteadyTime now, std::chrono::nanoseconds stale_after,
@@ -95,7 +158,7 @@ EndpointSnapshot EndpointState::Snapshot(size_t index, SteadyTime now,
   s.index = index;
   s.url = &cfg_.url;
   s.labels = &cfg_.labels;
-  s.healthy = reachable();
+  s.healthy = reachable() && health_ok();
   s.in_flight = in_flight();
   s.in_flight_prompt_tokens = in_flight_prompt_tokens();
   s.in_flight_prefilling = prefilling();
@@ -154,17 +217,40 @@ double PoolState::Now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_).count();
 }
 
+std::vector<EndpointState*> PoolState::endpoints() const {
+  std::lock_guard lock(mu_);
+  return endpoints_;
+}
+
+void PoolState::AddEndpoint(EndpointState* e) {
+  std::lock_guard lock(mu_);
+  endpoints_.push_back(e);
+}
+
 PoolState::Pick PoolState::Schedule(const RequestInfo& req, uint32_t output_tokens) {
   std::lock_guard lock(mu_);
   return ScheduleLocked(req, output_tokens, /*only_with_room=*/false);
 }
 
+PoolState::Pick PoolState::Retry(const RequestInfo& req, uint32_t output_tokens,
+                                 std::span<EndpointState* const> exclude) {
+  std::lock_guard lock(mu_);
+  Pick pick = ScheduleLocked(req, output_tokens, /*only_with_room=*/true, exclude);
+  if (pick.saturated) pick = ScheduleLocked(req, output_tokens, false, exclude);
+  return pick;
+}
+
 PoolState::Pick PoolState::ScheduleLocked(const RequestInfo& req, uint32_t output_tokens,
-                                          bool only_with_room) {
+                                          bool only_with_room,
+                                          std::span<EndpointState* const> exclude) {
   Pick pick;
   auto now = std::chrono::steady_clock::now();
   scratch_.clear();
   for (size_t i = 0; i < endpoints_.size(); ++i) {
+    // Draining and removed endpoints are not candidates at all; unhealthy ones are (marked),
+    // so a pool with none healthy answers at once rather than queueing.
+    if (endpoints_[i]->admin() != AdminState::kActive) continue;
+    if (std::find(exclude.begin(), exclude.end(), endpoints_[i]) != exclude.end()) continue;
     scratch_.push_back(endpoints_[i]->Snapshot(i, now, stale_after_));
   }
   std::span<const EndpointSnapshot> candidates = scratch_;
@@ -172,7 +258,8 @@ PoolState::Pick PoolState::ScheduleLocked(const RequestInfo& req, uint32_t outpu
     bool wait = scheduling::flow::SelectWithRoom(
         scratch_,
         [&](size_t i) {
-          return endpoints_[i]->PeakKvWith(req.prompt_tokens_estimate, output_tokens);
+          return endpoints_[scratch_[i].index]->PeakKvWith(req.prompt_tokens_estimate,
+                                                           output_tokens);
         },
         thresholds_, &roomy_);
     if (wait) {
@@ -194,7 +281,79 @@ PoolState::Pick PoolState::ScheduleLocked(const RequestInfo& req, uint32_t outpu
   pick.output_tokens = output_tokens;
   pick.live =
       pick.endpoint->OnStart(req.prompt_tokens_estimate, pick.prefill_tokens, output_tokens);
+  if (publish_) {
+    RoutingRecord r;
+    r.pool = cfg_.name;
+    r.endpoint_url = pick.endpoint->url();
+    r.session_key = req.session_key;
+    r.prompt_tokens = req.prompt_tokens_estimate;
+    if (const auto* prefix = scheduler_->shared().prefix()) {
+      auto keys = prefix->keys();
+      r.prefix_keys.assign(keys.begin(), keys.end());
+    }
+    publish_(std::move(r));
+  }
   return pick;
+}
+
+void PoolState::SetPublisher(std::function<void(RoutingRecord)> publish) {
+  std::lock_guard lock(mu_);
+  publish_ = std::move(publish);
+}
+
+void PoolState::Observe(const RoutingRecord& r, double now_s) {
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    if (endpoints_[i]->url() != r.endpoint_url) continue;
+    RequestInfo req;
+    req.model = "";
+    req.pool = cfg_.name;
+    req.session_key = r.session_key;
+    req.prompt_tokens_estimate = r.prompt_tokens;
+    req.now_seconds = now_s;
+    scheduler_->Observe(req, i, r.prefix_keys);
+    return;
+  }
+}
+
+void PoolState::Export(std::vector<RoutingRecord>* out) const {
+  std::lock_guard lock(mu_);
+  for (const auto& ws : scheduler_->scorers()) {
+    ws.scorer->ForEachSession([&](const Scorer::SessionHome& h) {
+      if (h.endpoint >= endpoints_.size()) return;
+      RoutingRecord r;
+      r.pool = cfg_.name;
+      r.endpoint_url = endpoints_[h.endpoint]->url();
+      r.session_key = *h.key;
+      r.prompt_tokens = static_cast<uint32_t>(h.tokens);
+      out->push_back(std::move(r));
+    });
+  }
+  auto* prefix = const_cast<scheduling::Scheduler&>(*scheduler_).shared().prefix();
+  if (prefix == nullptr) return;
+  // Oldest first in chunks, each chunk head (most recent) first as Commit records them.
+  constexpr size_t kChunk = 256;
+  std::vector<BlockHash> entries;
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    entries.clear();
+    prefix->index().Entries(i, &entries);
+    for (size_t at = 0; at < entries.size(); at += kChunk) {
+      size_t end = std::min(entries.size(), at + kChunk);
+      RoutingRecord r;
+      r.pool = cfg_.name;
+      r.endpoint_url = endpoints_[i]->url();
+      r.prefix_keys.assign(entries.rbegin() + (entries.size() - end),
+                           entries.rbegin() + (entries.size() - at));
+      out->push_back(std::move(r));
+    }
+  }
+}
+
+void PoolState::ForgetEndpoint(EndpointState* e) {
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    if (endpoints_[i] == e) scheduler_->ForgetEndpoint(i);
+  }
 }
 
 std::optional<PoolState::Pick> PoolState::AdmitNow(const RequestInfo& req, uint32_t output_tokens,
@@ -312,8 +471,9 @@ void PoolState::OnCompleted(const RequestInfo& req, EndpointState* endpoint, con
 }
 
 bool PoolState::Ready() const {
+  std::lock_guard lock(mu_);
   for (const auto* e : endpoints_) {
-    if (e->reachable()) return true;
+    if (e->serving()) return true;
   }
   return false;
 }

@@ -5,19 +5,24 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "config/config.h"
+#include "gateway/health.h"
+#include "gateway/peer_mesh.h"
 #include "http/asio.h"
 #include "http/url.h"
 #include "infergrid/endpoint.h"
+#include "metrics/registry.h"
 #include "scheduling/flow_control/fair_queue.h"
 #include "scheduling/flow_control/saturation.h"
 #include "scheduling/scheduler.h"
@@ -43,6 +48,12 @@ struct LiveRequest {
   uint32_t max_output_tokens = 0;
   std::atomic<uint32_t> generated{0};
 };
+
+// Where an endpoint is in its life (docs/zero-downtime.md): active endpoints get requests;
+// draining ones keep their in-flight streams and get nothing new; removed ones are gone (their
+// slot stays, so a URL added back reuses it).
+enum class AdminState : uint8_t { kActive, kDraining, kRemoved };
+const char* AdminStateName(AdminState s);
 
 class EndpointState {
  public:
@@ -71,7 +82,26 @@ class EndpointState {
   void SetReachable(bool reachable) { reachable_.store(reachable, std::memory_order_relaxed); }
   bool reachable() const { return reachable_.load(std::memory_order_relaxed); }
 
-  void SetScraped(const ScrapedMetrics& m);
+  AdminState admin() const { return admin_.load(std::memory_order_acquire); }
+  void SetAdmin(AdminState s, SteadyTime now);
+  // When a removal was asked for (the drain's deadline runs from here); epoch if not.
+  SteadyTime removal_asked() const;
+  void AskRemoval(SteadyTime now);
+  void CancelRemoval();
+
+  // Health (gateway/health.h), judged by requests (passive) and probes (active).
+  using HealthChange = EndpointHealth::Change;
+  HealthChange RecordRequest(bool ok, double now_s, const HealthPolicy& p);
+  HealthChange RecordProbe(bool ok, double now_s, const HealthPolicy& p);
+  HealthChange TickHealth(double now_s, const HealthPolicy& p);
+  bool health_ok() const { return health_ok_.load(std::memory_order_relaxed); }
+  uint64_t ejections() const;
+  // Requests may go there: active, reachable, healthy.
+  bool serving() const { return admin() == AdminState::kActive && reachable() && health_ok(); }
+
+  // Stores a scrape; true if the server's cumulative counters went backwards since the last
+  // one (it restarted: its cache is empty).
+  bool SetScraped(const ScrapedMetrics& m);
   // Whether scraped metrics are newer than `stale_after`, and a copy of them.
   bool Scraped(SteadyTime now, std::chrono::nanoseconds stale_after, ScrapedMetrics* out) const;
 
@@ -87,6 +117,10 @@ class EndpointState {
   uint64_t kv_tokens() const { return kv_tokens_.load(std::memory_order_relaxed); }
   double ttft_ewma() const;
 
+  // Metric children resolved once (the request path does no label lookups on success).
+  metrics::Counter* decisions = nullptr;                  // this endpoint chosen
+  std::unordered_map<std::string, metrics::Counter*> ok;  // by model name: code 200
+
  private:
   size_t id_;
   std::string pool_;
@@ -98,6 +132,10 @@ class EndpointState {
   std::atomic<uint64_t> prefill_tokens_{0};
   std::atomic<uint64_t> kv_tokens_{0};
   std::atomic<bool> reachable_{true};
+  std::atomic<AdminState> admin_{AdminState::kActive};
+  std::atomic<bool> health_ok_{true};
+  SteadyTime removal_asked_{};  // under mu_
+  EndpointHealth health_;       // under mu_
   mutable std::mutex live_mu_;
   std::list<LiveRequest> live_;
   std::list<LiveRequest> spare_;                                        // finished entries, reused
@@ -126,7 +164,11 @@ class PoolState {
             FlowSettings flow);
 
   const config::Pool& config() const { return cfg_; }
-  const std::vector<EndpointState*>& endpoints() const { return endpoints_; }
+  // Every endpoint ever in the pool, removed ones too (a copy: endpoints may be added).
+  std::vector<EndpointState*> endpoints() const;
+  // Adds an endpoint (at the end: positions never change).
+  void AddEndpoint(EndpointState* e);
+  const std::string& profile_name() const { return scheduler_->profile_name(); }
 
   struct Pick {
     EndpointState* endpoint = nullptr;
@@ -143,6 +185,21 @@ class PoolState {
   // Serialised per pool. The caller must call endpoint->OnFinish() when the request ends
   // (and OnFirstToken() when its first token comes back), then Dispatch().
   Pick Schedule(const RequestInfo& req, uint32_t output_tokens);
+  // A retry: like Schedule, never on an endpoint of `exclude`, where there is room if any has
+  // room, else anywhere serving (the request has had its turn already).
+  Pick Retry(const RequestInfo& req, uint32_t output_tokens,
+             std::span<EndpointState* const> exclude);
+
+  // Sharing decisions with other replicas (gateway/peer_mesh.h): every decision is handed to
+  // `publish` (called under the pool's lock; it must not block).
+  void SetPublisher(std::function<void(RoutingRecord)> publish);
+  // A decision of another replica; ignored if its endpoint is not in this pool.
+  void Observe(const RoutingRecord& r, double now_s);
+  // What this pool's scheduler knows (sessions' homes, then the prefix index per endpoint),
+  // as records, oldest first.
+  void Export(std::vector<RoutingRecord>* out) const;
+  // The endpoint's server restarted: the prefix index forgets what it held.
+  void ForgetEndpoint(EndpointState* e);
 
   // A request waiting for admission. Shared by its handler (on its worker thread) and
   // whichever thread admits it: `timer` is woken (cancelled, on its own executor) when it is
@@ -200,7 +257,8 @@ class PoolState {
   bool Ready() const;
 
  private:
-  Pick ScheduleLocked(const RequestInfo& req, uint32_t output_tokens, bool only_with_room);
+  Pick ScheduleLocked(const RequestInfo& req, uint32_t output_tokens, bool only_with_room,
+                      std::span<EndpointState* const> exclude = {});
   void DispatchLocked();
 
   config::Pool cfg_;
@@ -216,6 +274,7 @@ class PoolState {
   std::unordered_map<uint64_t, std::shared_ptr<Waiter>> waiting_;
   std::atomic<bool> saturated_{false};
   bool closed_ = false;
+  std::function<void(RoutingRecord)> publish_;
   SteadyTime epoch_ = std::chrono::steady_clock::now();
 };
 

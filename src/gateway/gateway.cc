@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <ctime>
+#include <future>
 #include <nlohmann/json.hpp>
 
 #include "common/block_hash.h"
@@ -42,11 +43,10 @@ Gateway::~Gateway() { Stop(); }
 
 Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
   std::unique_ptr<Gateway> g(new Gateway(std::move(cfg)));
-  g->proxy_options_.connect = g->cfg_.timeouts.connect;
-  g->proxy_options_.first_byte = g->cfg_.timeouts.first_byte;
-  g->proxy_options_.idle = g->cfg_.timeouts.idle;
   g->created_unix_ = static_cast<int64_t>(std::time(nullptr));
   g->ReloadTenancy(g->cfg_);
+  g->ApplySettings(g->cfg_);
+  g->current_ = std::make_shared<const config::Gateway>(g->cfg_);
 
   uint64_t seed = 0x9e3779b97f4a7c15ull;
   for (const auto& pool_cfg : g->cfg_.pools) {
@@ -58,16 +58,15 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
       return Status::Error("pool '" + pool_cfg.name + "' names an unknown scheduling profile");
     IG_ASSIGN_OR_RETURN(auto scheduler,
                         scheduling::BuiltinRegistry().Build(*profile, g->cfg_.source, seed++));
-    std::vector<EndpointState*> eps;
+    g->pools_.push_back(
+        std::make_unique<PoolState>(pool_cfg, std::move(scheduler), std::vector<EndpointState*>{},
+                                    g->cfg_.scrape.stale_after, FlowSettingsFrom(g->cfg_)));
+    PoolState* pool = g->pools_.back().get();
     for (const auto& e : pool_cfg.endpoints) {
       IG_ASSIGN_OR_RETURN(HostPort target, ParseHttpUrl(e.url));
-      g->endpoints_.push_back(
-          std::make_unique<EndpointState>(g->endpoints_.size(), pool_cfg.name, e, target));
-      eps.push_back(g->endpoints_.back().get());
+      std::lock_guard lock(g->endpoints_mu_);
+      g->NewEndpointLocked(pool, e, target);
     }
-    g->pools_.push_back(std::make_unique<PoolState>(pool_cfg, std::move(scheduler), std::move(eps),
-                                                    g->cfg_.scrape.stale_after,
-                                                    FlowSettingsFrom(g->cfg_)));
     PoolState* ps = g->pools_.back().get();
     for (const auto& m : pool_cfg.models) {
       std::vector<std::string> names = m.aliases;
@@ -79,11 +78,6 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
         r.prompt_tokens = g->metrics_.prompt_tokens->With({pool_cfg.name});
         r.cached_tokens = g->metrics_.cached_tokens->With({pool_cfg.name});
         r.e2e = g->metrics_.e2e->With({pool_cfg.name, name});
-        for (const auto* e : ps->endpoints()) {
-          r.decisions.push_back(
-              g->metrics_.decisions->With({pool_cfg.name, profile->name, e->url()}));
-          r.ok.push_back(g->metrics_.requests->With({pool_cfg.name, name, e->url(), "200"}));
-        }
         g->routes_[name] = std::move(r);
       }
     }
@@ -112,17 +106,35 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
       "as the gateway reserves it.",
       {"pool", "endpoint"}, [self] {
         std::vector<metrics::GaugeSample> out;
-        for (const auto& e : self->endpoints_)
+        for (const auto* e : self->AllEndpoints())
           out.push_back({{e->pool(), e->url()}, static_cast<double>(e->kv_tokens())});
         return out;
       });
   auto per_endpoint = [self](auto fn) {
     return [self, fn] {
       std::vector<metrics::GaugeSample> out;
-      for (const auto& e : self->endpoints_) out.push_back({{e->pool(), e->url()}, fn(*e)});
+      for (const auto* e : self->AllEndpoints()) out.push_back({{e->pool(), e->url()}, fn(*e)});
       return out;
     };
   };
+  g->registry_.AddGaugeCallback(
+      "infergrid_endpoint_state",
+      "1 for the endpoint's lifecycle state: active (gets requests), draining (keeps its "
+      "in-flight requests, gets no new ones), removed.",
+      {"pool", "endpoint", "state"}, [self] {
+        std::vector<metrics::GaugeSample> out;
+        for (const auto* e : self->AllEndpoints()) {
+          for (AdminState s : {AdminState::kActive, AdminState::kDraining, AdminState::kRemoved})
+            out.push_back({{e->pool(), e->url(), AdminStateName(s)}, e->admin() == s ? 1.0 : 0.0});
+        }
+        return out;
+      });
+  g->registry_.AddGaugeCallback(
+      "infergrid_endpoint_healthy",
+      "1 unless health checks have ejected the endpoint (passive: failed requests; active: "
+      "failed probes).",
+      {"pool", "endpoint"},
+      per_endpoint([](const EndpointState& e) { return e.health_ok() ? 1.0 : 0.0; }));
   g->registry_.AddGaugeCallback(
       "infergrid_endpoint_in_flight_requests",
       "Requests the gateway has sent to the endpoint that have not finished.", {"pool", "endpoint"},
@@ -155,7 +167,7 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
     return [self, field] {
       std::vector<metrics::GaugeSample> out;
       auto now = std::chrono::steady_clock::now();
-      for (const auto& e : self->endpoints_) {
+      for (const auto* e : self->AllEndpoints()) {
         ScrapedMetrics m;
         if (e->Scraped(now, self->cfg_.scrape.stale_after, &m))
           out.push_back({{e->pool(), e->url()}, m.*field});
@@ -187,19 +199,13 @@ Status Gateway::Start() {
   uint32_t n = cfg_.workers;
   if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
   std::vector<asio::io_context*> ios;
+  upstream_options_.max_connections = cfg_.upstream.max_connections_per_endpoint;
+  upstream_options_.max_idle = cfg_.upstream.max_idle_connections_per_endpoint;
+  upstream_options_.idle_timeout = cfg_.timeouts.idle;
   for (uint32_t i = 0; i < n; ++i) {
     worker_ios_.push_back(std::make_unique<asio::io_context>(1));
     ios.push_back(worker_ios_.back().get());
-    std::vector<std::unique_ptr<UpstreamPool>> pools;
-    UpstreamPoolOptions po;
-    po.max_connections = cfg_.upstream.max_connections_per_endpoint;
-    po.max_idle = cfg_.upstream.max_idle_connections_per_endpoint;
-    po.idle_timeout = cfg_.timeouts.idle;
-    for (const auto& e : endpoints_) {
-      pools.push_back(
-          std::make_unique<UpstreamPool>(worker_ios_.back()->get_executor(), e->target(), po));
-    }
-    upstreams_.push_back(std::move(pools));
+    upstreams_.emplace_back();  // each worker makes its upstream pools on first use
   }
   ServerOptions so;
   so.max_header_bytes = cfg_.limits.max_request_header_bytes;
@@ -228,10 +234,24 @@ Status Gateway::Start() {
   IG_RETURN_IF_ERROR(server_->Listen(cfg_.listen_host, cfg_.listen_port));
   port_ = server_->port();
 
-  std::vector<EndpointState*> eps;
-  for (auto& e : endpoints_) eps.push_back(e.get());
-  scraper_ = std::make_unique<Scraper>(*control_io_, cfg_.scrape, eps, &metrics_);
+  ScraperCallbacks cb;
+  cb.on_probe = [this](EndpointState* e, bool ok) {
+    double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    OnHealthChange(e, e->RecordProbe(ok, now, settings()->health), "active");
+  };
+  cb.on_restart = [this](EndpointState* e) {
+    log::Info("endpoint {} restarted (its counters went back): its cache is forgotten", e->url());
+    for (auto& p : pools_) p->ForgetEndpoint(e);
+  };
+  {
+    std::lock_guard lock(endpoints_mu_);
+    std::vector<EndpointState*> eps;
+    for (auto& e : endpoints_) eps.push_back(e.get());
+    scraper_ = std::make_unique<Scraper>(*control_io_, cfg_.scrape, cfg_.health.active, eps,
+                                         &metrics_, std::move(cb));
+  }
   scraper_->Start();
+  StartPeering();
 
   flow_tick_ = std::make_unique<asio::steady_timer>(*control_io_);
   asio::co_spawn(
@@ -242,7 +262,7 @@ Status Gateway::Start() {
           error_code ec;
           co_await flow_tick_->async_wait(with_ec(ec));
           if (ec) co_return;
-          for (auto& p : pools_) p->Dispatch();
+          Tick();
         }
       },
       asio::detached);
@@ -266,6 +286,15 @@ void Gateway::Stop() {
   stopped_ = true;
   if (server_) server_->StopAccepting();
   if (scraper_) scraper_->Stop();
+  if (peers_ && control_io_) {
+    // On its own thread, so no callback runs after this.
+    std::promise<void> done;
+    asio::post(*control_io_, [this, &done] {
+      peers_->Stop();
+      done.set_value();
+    });
+    if (!threads_.empty()) done.get_future().wait();
+  }
   for (auto& io : worker_ios_) io->stop();
   if (control_io_) control_io_->stop();
   for (auto& t : threads_) {
@@ -279,7 +308,9 @@ void Gateway::Stop() {
   // the pools.
   if (server_) server_->Shutdown();
   for (auto& worker : upstreams_) {
-    for (auto& pool : worker) pool->CloseIdle();
+    for (auto& pool : worker) {
+      if (pool) pool->CloseIdle();  // a worker makes its pools on first use: some are null
+    }
   }
   worker_ios_.clear();
   upstreams_.clear();
@@ -287,6 +318,8 @@ void Gateway::Stop() {
   flow_tick_.reset();
   control_io_.reset();
   scraper_.reset();
+  if (peers_) peers_->Stop();
+  peers_.reset();
 }
 
 awaitable<void> Gateway::RespondJson(Exchange& ex, int status, std::string body) {
@@ -407,6 +440,7 @@ std::string Gateway::ModelsJson() const {
 }
 
 bool Gateway::Ready() const {
+  if (shutting_down_.load()) return false;
   for (const auto& p : pools_) {
     if (!p->Ready()) return false;
   }
@@ -432,6 +466,10 @@ awaitable<void> Gateway::Handle(Exchange& ex) {
       {"/ready", bhttp::verb::get},
       {"/metrics", bhttp::verb::get},
   };
+  if (path.starts_with("/admin/")) {
+    co_await HandleAdmin(ex, path);
+    co_return;
+  }
   const Route* route = nullptr;
   for (const auto& r : kRoutes) {
     if (r.path == path) route = &r;
@@ -457,10 +495,16 @@ awaitable<void> Gateway::Handle(Exchange& ex) {
     co_return;
   }
 
-  if (path == "/v1/chat/completions") {
-    co_await HandleInference(ex, ApiKind::kChatCompletions, start);
-  } else if (path == "/v1/completions") {
-    co_await HandleInference(ex, ApiKind::kCompletions, start);
+  if (path == "/v1/chat/completions" || path == "/v1/completions") {
+    // Counted while in the gateway, queued or in flight: a graceful shutdown waits for these.
+    struct InGateway {
+      std::atomic<size_t>& n;
+      explicit InGateway(std::atomic<size_t>& c) : n(c) { n.fetch_add(1); }
+      ~InGateway() { n.fetch_sub(1); }
+    } counted(in_gateway_);
+    co_await HandleInference(
+        ex, path == "/v1/chat/completions" ? ApiKind::kChatCompletions : ApiKind::kCompletions,
+        start);
   } else if (path == "/v1/models") {
     co_await RespondJson(ex, 200, ModelsJson());
   } else if (path == "/health") {
@@ -698,48 +742,89 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
   }
   hold.served = true;
   tm.admitted->Inc();
-  EndpointState* ep = pick.endpoint;
-  route.decisions[pick.index]->Inc();
-  route.prompt_tokens->Inc(info.prompt_tokens_estimate);
-  route.cached_tokens->Inc(info.prompt_tokens_estimate - pick.prefill_tokens);
-
-  UpstreamPool& up = *upstreams_[ex.worker()][ep->id()];
+  auto settings = this->settings();
+  {
+    std::lock_guard lock(settings_mu_);
+    retry_budget_.OnRequest();
+  }
+  const double now_s = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  }();
+  EndpointState* tried[8];
+  size_t n_tried = 0;
+  EndpointState* ep = nullptr;
   ProxyOutcome out;
   UsageSniffer usage;
-  {
-    // Released on every path, also if the connection's coroutine is torn down mid-request.
-    struct InFlight {
-      EndpointState* ep;
-      PoolState* pool;
-      LiveRequest* live;
-      uint32_t prefill;
-      bool prefilling = true;
-      ~InFlight() {
-        ep->OnFinish(live, prefill, prefilling);
-        pool->Dispatch();  // its place may be the room a queued request waits for
-      }
-    } in_flight{ep, pool, pick.live, pick.prefill_tokens};
-    ProxyHooks hooks;
-    hooks.on_body = [&usage, live = pick.live](std::string_view piece) {
-      usage.Feed(piece);
-      // Each content event is a token the request now holds in the server's KV cache.
-      live->generated.store(static_cast<uint32_t>(usage.stream_events()),
-                            std::memory_order_relaxed);
-    };
-    hooks.on_retry = [&] { metrics_.retries->With({ep->url()})->Inc(); };
-    hooks.on_first_body = [&] {
-      in_flight.prefilling = false;
-      ep->OnFirstToken(in_flight.prefill);
-    };
-    out = co_await Forward(ex, up, proxy_options_, start, hooks);
+  for (uint32_t attempt = 0;; ++attempt) {
+    ep = pick.endpoint;
+    ep->decisions->Inc();
+    if (attempt == 0) {
+      route.prompt_tokens->Inc(info.prompt_tokens_estimate);
+      route.cached_tokens->Inc(info.prompt_tokens_estimate - pick.prefill_tokens);
+    }
+    UpstreamPool& up = UpstreamFor(ex.worker(), ep);
+    out = ProxyOutcome{};
+    {
+      // Released on every path, also if the connection's coroutine is torn down mid-request.
+      struct InFlight {
+        EndpointState* ep;
+        PoolState* pool;
+        LiveRequest* live;
+        uint32_t prefill;
+        bool prefilling = true;
+        ~InFlight() {
+          ep->OnFinish(live, prefill, prefilling);
+          pool->Dispatch();  // its place may be the room a queued request waits for
+        }
+      } in_flight{ep, pool, pick.live, pick.prefill_tokens};
+      ProxyHooks hooks;
+      hooks.on_body = [&usage, live = pick.live](std::string_view piece) {
+        usage.Feed(piece);
+        // Each content event is a token the request now holds in the server's KV cache.
+        live->generated.store(static_cast<uint32_t>(usage.stream_events()),
+                              std::memory_order_relaxed);
+      };
+      hooks.on_retry = [&] { metrics_.retries->With({ep->url()})->Inc(); };
+      hooks.on_first_body = [&] {
+        in_flight.prefilling = false;
+        ep->OnFirstToken(in_flight.prefill);
+      };
+      hooks.hold_retryable = attempt < settings->max_retries && n_tried + 1 < std::size(tried);
+      out = co_await Forward(ex, up, settings->proxy, start, hooks);
+    }
+    // What the endpoint did, for its health: failures of its own (not the client's leaving,
+    // not the gateway's connection limit).
+    if (!out.client_gone && out.error != "exhausted") {
+      bool failed = (!out.error.empty()) || out.status >= 500;
+      OnHealthChange(ep, ep->RecordRequest(!failed, now_s, settings->health), "passive");
+    }
+    if (!out.error.empty()) {
+      metrics_.upstream_errors->With({ep->url(), out.error})->Inc();
+      if (out.error == "connect_failed" || out.error == "connect_timeout") ep->SetReachable(false);
+    } else if (out.status > 0) {
+      ep->SetReachable(true);
+    }
+    if (!out.retryable) break;
+    // Nothing reached the client: another endpoint may serve it, within the budget.
+    tried[n_tried++] = ep;
+    bool allowed;
+    {
+      std::lock_guard lock(settings_mu_);
+      allowed = retry_budget_.TryRetry();
+    }
+    PoolState::Pick next;
+    if (allowed) next = pool->Retry(info, output_estimate, std::span(tried, n_tried));
+    if (!allowed || next.endpoint == nullptr) {
+      metrics_.retries_refused->With({info.pool, allowed ? "no_endpoint" : "budget"})->Inc();
+      co_await RespondUpstreamError(ex, out.status, out.message, out.error);
+      break;
+    }
+    metrics_.request_retries->With({info.pool, out.error})->Inc();
+    log::Debug("retrying a request on {} after {} from {}", next.endpoint->url(), out.error,
+               ep->url());
+    pick = std::move(next);
   }
 
-  if (!out.error.empty()) {
-    metrics_.upstream_errors->With({ep->url(), out.error})->Inc();
-    if (out.error == "connect_failed" || out.error == "connect_timeout") ep->SetReachable(false);
-  } else if (out.status > 0) {
-    ep->SetReachable(true);
-  }
   if (out.client_gone) {
     metrics_.client_disconnects->With({out.started ? "streaming" : "before_response"})->Inc();
   }
@@ -752,7 +837,8 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
   // 499: the client closed the connection before a status was sent (nginx's convention).
   int code = out.client_gone && !out.started ? 499 : out.status;
   if (code == 200) {
-    route.ok[pick.index]->Inc();
+    auto ok = ep->ok.find(info.model);
+    if (ok != ep->ok.end()) ok->second->Inc();
   } else {
     metrics_.requests->With({info.pool, info.model, ep->url(), std::to_string(code)})->Inc();
   }

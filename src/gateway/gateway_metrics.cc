@@ -90,8 +90,39 @@ GatewayMetrics::GatewayMetrics(metrics::Registry* r)
                                   "invalid_priority_class, priority_not_allowed).",
                                   {"reason"})),
       reloads(r->AddCounter("infergrid_config_reloads_total",
-                            "Configuration reloads (SIGHUP), by result; a failed one leaves the "
-                            "running configuration in place.",
-                            {"result"})) {}
+                            "Configuration reloads (SIGHUP, a change of the file, or the admin "
+                            "API), by result; a failed one leaves the running configuration in "
+                            "place.",
+                            {"result"})),
+      health_probes(r->AddCounter("infergrid_health_probes_total",
+                                  "Active health probes of endpoints, by result (pass, fail).",
+                                  {"endpoint", "result"})),
+      ejections(r->AddCounter("infergrid_endpoint_ejections_total",
+                              "Endpoints taken out of rotation by health checks, by source "
+                              "(passive: failed requests; active: failed probes).",
+                              {"pool", "endpoint", "source"})),
+      rejoins(r->AddCounter("infergrid_endpoint_rejoins_total",
+                            "Endpoints brought back into rotation after an ejection.",
+                            {"pool", "endpoint"})),
+      request_retries(r->AddCounter(
+          "infergrid_request_retries_total",
+          "Requests resent to another endpoint after their upstream failed before any response "
+          "byte reached the client, by reason (connect_failed, connect_timeout, "
+          "reset_before_response, unavailable: a 503 from the server).",
+          {"pool", "reason"})),
+      retries_refused(r->AddCounter(
+          "infergrid_request_retries_refused_total",
+          "Retryable failures not retried, by reason (budget: the retry budget was spent; "
+          "max_retries: the request had its retries; no_endpoint: none left to try).",
+          {"pool", "reason"})),
+      endpoint_changes(r->AddCounter(
+          "infergrid_endpoint_changes_total",
+          "Endpoint lifecycle changes (added, drain, undrain, removed, drain_timeout), from "
+          "config reloads or the admin API.",
+          {"pool", "endpoint", "change"})),
+      admin_requests(r->AddCounter("infergrid_admin_requests_total",
+                                   "Admin API requests, by result (ok, unauthorized, "
+                                   "disabled, bad_request, not_found).",
+                                   {"result"})) {}
 
 }  // namespace infergrid::gateway

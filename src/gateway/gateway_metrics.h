@@ -30,6 +30,14 @@ struct GatewayMetrics {
   metrics::CounterFamily* tenant_tokens;    // tenant, class, kind (prompt, completion)
   metrics::CounterFamily* auth_failures;    // reason
   metrics::CounterFamily* reloads;          // result: ok, error
+  // Zero downtime (docs/zero-downtime.md).
+  metrics::CounterFamily* health_probes;     // endpoint, result
+  metrics::CounterFamily* ejections;         // pool, endpoint, source
+  metrics::CounterFamily* rejoins;           // pool, endpoint
+  metrics::CounterFamily* request_retries;   // pool, reason
+  metrics::CounterFamily* retries_refused;   // pool, reason
+  metrics::CounterFamily* endpoint_changes;  // pool, endpoint, change
+  metrics::CounterFamily* admin_requests;    // result
 };
 
 // Latency buckets in seconds, from 5 ms to 2 minutes.

@@ -87,8 +87,10 @@ awaitable<void> WriteOut(tcp::socket& down, const std::string* head, bool chunke
                              with_ec(ec));
 }
 
-awaitable<void> SendError(Exchange& ex, int status, const std::string& message,
-                          const std::string& code) {
+}  // namespace
+
+awaitable<void> RespondUpstreamError(Exchange& ex, int status, const std::string& message,
+                                     const std::string& code) {
   ApiError e;
   e.status = status;
   e.message = message;
@@ -98,6 +100,13 @@ awaitable<void> SendError(Exchange& ex, int status, const std::string& message,
   res.set(bhttp::field::content_type, "application/json");
   res.body() = ErrorJson(e);
   co_await ex.Respond(std::move(res));
+}
+
+namespace {
+
+awaitable<void> SendError(Exchange& ex, int status, const std::string& message,
+                          const std::string& code) {
+  co_await RespondUpstreamError(ex, status, message, code);
 }
 
 // Whether a failure on a reused connection means the server had closed it before seeing our
@@ -230,8 +239,12 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
       out.status = acq.error == AcquireError::kExhausted        ? 503
                    : acq.error == AcquireError::kConnectTimeout ? 504
                                                                 : 502;
-      co_await SendError(ex, out.status, "the model server could not be reached: " + acq.message,
-                         out.error);
+      out.message = "the model server could not be reached: " + acq.message;
+      if (hooks.hold_retryable) {
+        out.retryable = true;
+        co_return out;
+      }
+      co_await SendError(ex, out.status, out.message, out.error);
       co_return out;
     }
     lease = std::move(acq.lease);
@@ -278,9 +291,12 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
     }
     out.error = "reset_before_response";
     out.status = 502;
-    co_await SendError(ex, 502,
-                       "the model server closed the connection before responding: " + ec.message(),
-                       out.error);
+    out.message = "the model server closed the connection before responding: " + ec.message();
+    if (hooks.hold_retryable) {
+      out.retryable = true;
+      co_return out;
+    }
+    co_await SendError(ex, 502, out.message, out.error);
     co_return out;
   }
 
@@ -290,6 +306,17 @@ awaitable<ProxyOutcome> Forward(Exchange& ex, UpstreamPool& pool, const ProxyOpt
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto& upres = parser.get();
   out.status = static_cast<int>(upres.result_int());
+  if (out.status == 503 && hooks.hold_retryable) {
+    // The server will not take it (draining, or not ready): another may. Its body is not
+    // read, so the connection goes.
+    out.first_byte_seconds = -1;
+    out.error = "unavailable";
+    out.message = "the model server is unavailable (503)";
+    out.retryable = true;
+    shared->upstream = nullptr;
+    lease.Release(false);
+    co_return out;
+  }
 
   // Framing towards the client: keep a known length; otherwise chunked for HTTP/1.1 clients,
   // and for HTTP/1.0 clients the raw body ended by closing the connection. Bodiless

@@ -28,6 +28,11 @@ struct ProxyOutcome {
   bool client_gone = false;  // the client went away; its upstream request was cancelled
   double first_byte_seconds = -1;  // from `start` to the first response byte from upstream
   int attempts = 0;
+  // With ProxyHooks::hold_retryable: the upstream failed before anything reached the client
+  // and nothing was sent; `status` and `message` are what the client would get
+  // (RespondUpstreamError), unless the caller retries elsewhere.
+  bool retryable = false;
+  std::string message;
 };
 
 // What the caller hears of while a response is relayed (on the client's worker thread).
@@ -36,7 +41,16 @@ struct ProxyHooks {
   std::function<void()> on_first_body;  // the first body bytes came back: for a stream, the
                                         // first token (its prefill is done); at most once
   std::function<void(std::string_view)> on_body;  // each piece of body relayed, as received
+  // Return, without answering the client, when the upstream fails before any response byte
+  // reached it: a failed connect, a reset before the response head, or a 503 from the
+  // server (ProxyOutcome::retryable).
+  bool hold_retryable = false;
 };
+
+// The gateway's own answer for an upstream failure: OpenAI-shaped, `upstream_error` (or
+// `timeout_error` for 504).
+http::awaitable<void> RespondUpstreamError(http::Exchange& ex, int status,
+                                           const std::string& message, const std::string& code);
 
 // Forwards ex.request() (its body unchanged; hop-by-hop headers replaced) to `pool`'s
 // endpoint.

@@ -50,13 +50,36 @@ Result<ScrapedMetrics> ExtractVllmMetrics(const std::vector<metrics::Sample>& sa
   return m;
 }
 
-Scraper::Scraper(asio::io_context& io, const config::Scrape& cfg,
-                 std::vector<EndpointState*> endpoints, GatewayMetrics* metrics)
-    : io_(io), cfg_(cfg), endpoints_(std::move(endpoints)), metrics_(metrics) {}
+Scraper::Scraper(asio::io_context& io, const config::Scrape& cfg, config::ActiveHealth active,
+                 std::vector<EndpointState*> endpoints, GatewayMetrics* metrics,
+                 ScraperCallbacks callbacks)
+    : io_(io),
+      cfg_(cfg),
+      active_(std::move(active)),
+      endpoints_(std::move(endpoints)),
+      metrics_(metrics),
+      callbacks_(std::move(callbacks)) {}
 
 void Scraper::Start() {
-  if (!cfg_.enabled) return;
-  for (auto* e : endpoints_) asio::co_spawn(io_, Loop(e), asio::detached);
+  started_ = true;
+  for (auto* e : endpoints_) {
+    if (cfg_.enabled) asio::co_spawn(io_, Loop(e), asio::detached);
+    asio::co_spawn(io_, ProbeLoop(e), asio::detached);
+  }
+}
+
+void Scraper::AddEndpoint(EndpointState* e) {
+  asio::post(io_, [this, e] {
+    if (stopped_) return;
+    endpoints_.push_back(e);
+    if (!started_) return;
+    if (cfg_.enabled) asio::co_spawn(io_, Loop(e), asio::detached);
+    asio::co_spawn(io_, ProbeLoop(e), asio::detached);
+  });
+}
+
+void Scraper::SetActiveHealth(config::ActiveHealth active) {
+  asio::post(io_, [this, active = std::move(active)] { active_ = active; });
 }
 
 void Scraper::Stop() {
@@ -67,18 +90,34 @@ awaitable<void> Scraper::Loop(EndpointState* e) {
   asio::steady_timer timer(io_);
   while (!stopped_) {
     auto next = std::chrono::steady_clock::now() + cfg_.interval;
-    co_await ScrapeOnce(e);
+    if (e->admin() != AdminState::kRemoved) co_await ScrapeOnce(e);
     timer.expires_at(next);
     error_code ec;
     co_await timer.async_wait(with_ec(ec));
   }
 }
 
-awaitable<void> Scraper::ScrapeOnce(EndpointState* e) {
-  metrics_->scrapes->With({e->url()})->Inc();
-  auto fail = [&](const char* reason) {
-    metrics_->scrape_failures->With({e->url(), reason})->Inc();
-  };
+awaitable<void> Scraper::ProbeLoop(EndpointState* e) {
+  asio::steady_timer timer(io_);
+  while (!stopped_) {
+    auto next = std::chrono::steady_clock::now() + active_.interval;
+    if (active_.enabled && e->admin() != AdminState::kRemoved) {
+      std::string path = active_.path;
+      Fetched f = co_await Fetch(e, path, active_.timeout, "infergrid-health");
+      bool ok = f.error.empty() && f.status >= 200 && f.status < 300;
+      if (stopped_) co_return;
+      metrics_->health_probes->With({e->url(), ok ? "pass" : "fail"})->Inc();
+      if (callbacks_.on_probe) callbacks_.on_probe(e, ok);
+    }
+    timer.expires_at(next);
+    error_code ec;
+    co_await timer.async_wait(with_ec(ec));
+  }
+}
+
+awaitable<Scraper::Fetched> Scraper::Fetch(EndpointState* e, std::string path, Duration timeout,
+                                           const char* agent) {
+  Fetched f;
   beast::tcp_stream stream(io_);
   error_code ec;
   std::vector<tcp::endpoint> targets;
@@ -86,25 +125,24 @@ awaitable<void> Scraper::ScrapeOnce(EndpointState* e) {
     targets.push_back(*literal);
   } else {
     tcp::resolver resolver(io_);
-    auto results = co_await resolver.async_resolve(e->target().host,
-                                                   std::to_string(e->target().port), with_ec(ec));
+    std::string port = std::to_string(e->target().port);
+    auto results = co_await resolver.async_resolve(e->target().host, port, with_ec(ec));
     if (ec) {
-      fail("resolve");
-      co_return;
+      f.error = "resolve";
+      co_return f;
     }
     for (const auto& r : results) targets.push_back(r.endpoint());
   }
-  stream.expires_after(cfg_.timeout);
+  stream.expires_after(timeout);
   co_await stream.async_connect(targets, with_ec(ec));
   if (ec) {
-    fail(ec == beast::error::timeout ? "timeout" : "connect");
-    e->SetReachable(false);
-    co_return;
+    f.error = ec == beast::error::timeout ? "timeout" : "connect";
+    co_return f;
   }
-  e->SetReachable(true);
-  StringRequest req{bhttp::verb::get, cfg_.path, 11};
+  f.connected = true;
+  StringRequest req{bhttp::verb::get, path, 11};
   req.set(bhttp::field::host, e->target().HostHeader());
-  req.set(bhttp::field::user_agent, "infergrid-scraper");
+  req.set(bhttp::field::user_agent, agent);
   req.keep_alive(false);
   co_await bhttp::async_write(stream, req, with_ec(ec));
   beast::flat_buffer buf;
@@ -112,14 +150,38 @@ awaitable<void> Scraper::ScrapeOnce(EndpointState* e) {
   parser.body_limit(8 << 20);
   if (!ec) co_await bhttp::async_read(stream, buf, parser, with_ec(ec));
   if (ec) {
-    fail(ec == beast::error::timeout ? "timeout" : "read");
+    f.error = ec == beast::error::timeout ? "timeout" : "read";
+    co_return f;
+  }
+  f.status = static_cast<int>(parser.get().result_int());
+  f.body = std::move(parser.get().body());
+  error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  co_return f;
+}
+
+awaitable<void> Scraper::ScrapeOnce(EndpointState* e) {
+  metrics_->scrapes->With({e->url()})->Inc();
+  auto fail = [&](const char* reason) {
+    metrics_->scrape_failures->With({e->url(), reason})->Inc();
+  };
+  std::string path = cfg_.path;
+  Fetched f = co_await Fetch(e, path, cfg_.timeout, "infergrid-scraper");
+  if (!f.connected) {
+    fail(f.error.c_str());
+    if (f.error != "resolve") e->SetReachable(false);
     co_return;
   }
-  if (parser.get().result() != bhttp::status::ok) {
+  e->SetReachable(true);
+  if (!f.error.empty()) {
+    fail(f.error.c_str());
+    co_return;
+  }
+  if (f.status != 200) {
     fail("http_status");
     co_return;
   }
-  auto samples = metrics::ParseText(parser.get().body());
+  auto samples = metrics::ParseText(f.body);
   if (!samples.ok()) {
     fail("parse");
     log::Debug("scrape of {}: {}", e->url(), samples.status().message());
@@ -131,9 +193,7 @@ awaitable<void> Scraper::ScrapeOnce(EndpointState* e) {
     co_return;
   }
   m->at = std::chrono::steady_clock::now();
-  e->SetScraped(*m);
-  error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  if (e->SetScraped(*m) && callbacks_.on_restart) callbacks_.on_restart(e);
 }
 
 }  // namespace infergrid::gateway

@@ -2,6 +2,7 @@
 // Scrapes each endpoint's /metrics at an interval and stores vLLM's gauges in its
 // EndpointState. Runs on one io_context (the gateway's control thread).
 
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -22,21 +23,45 @@ namespace infergrid::gateway {
 // Returns an error if none of the scheduler gauges is present.
 Result<ScrapedMetrics> ExtractVllmMetrics(const std::vector<metrics::Sample>& samples);
 
+// Also probes each endpoint's health path (spec.health.active) and reports the results.
+struct ScraperCallbacks {
+  std::function<void(EndpointState*, bool ok)> on_probe;
+  // Its cumulative counters went backwards: the server restarted.
+  std::function<void(EndpointState*)> on_restart;
+};
+
 class Scraper {
  public:
-  Scraper(http::asio::io_context& io, const config::Scrape& cfg,
-          std::vector<EndpointState*> endpoints, GatewayMetrics* metrics);
+  Scraper(http::asio::io_context& io, const config::Scrape& cfg, config::ActiveHealth active,
+          std::vector<EndpointState*> endpoints, GatewayMetrics* metrics,
+          ScraperCallbacks callbacks);
   void Start();
   void Stop();
+  // Starts scraping and probing an endpoint added at run time. Thread-safe.
+  void AddEndpoint(EndpointState* e);
+  // New probe settings (a reload). Thread-safe.
+  void SetActiveHealth(config::ActiveHealth active);
 
  private:
+  struct Fetched {
+    bool connected = false;
+    std::string error;  // empty: a response came
+    int status = 0;
+    std::string body;
+  };
+  http::awaitable<Fetched> Fetch(EndpointState* e, std::string path, Duration timeout,
+                                 const char* agent);
   http::awaitable<void> Loop(EndpointState* e);
+  http::awaitable<void> ProbeLoop(EndpointState* e);
   http::awaitable<void> ScrapeOnce(EndpointState* e);
 
   http::asio::io_context& io_;
   config::Scrape cfg_;
+  config::ActiveHealth active_;  // on the io thread
   std::vector<EndpointState*> endpoints_;
   GatewayMetrics* metrics_;
+  ScraperCallbacks callbacks_;
+  bool started_ = false;
   bool stopped_ = false;
 };
 

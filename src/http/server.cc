@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <sys/socket.h>
 
+#include <future>
+
 #include "common/log.h"
 #include "http/read.h"
 
@@ -70,14 +72,20 @@ Status Server::Listen(const std::string& host, uint16_t port) {
   return Status::Ok();
 }
 
-void Server::StopAccepting() {
+void Server::StopAccepting(bool wait) {
+  std::vector<std::future<void>> closed;
   for (size_t i = 0; i < acceptors_.size(); ++i) {
     auto* acc = acceptors_[i].get();
-    asio::post(*workers_[i], [acc] {
+    auto done = std::make_shared<std::promise<void>>();
+    closed.push_back(done->get_future());
+    asio::post(*workers_[i], [acc, done] {
       error_code ec;
       acc->close(ec);
+      done->set_value();
     });
   }
+  if (!wait) return;
+  for (auto& f : closed) f.wait_for(std::chrono::seconds(5));
 }
 
 awaitable<void> Server::Accept(tcp::acceptor& acceptor, size_t worker) {
@@ -207,7 +215,7 @@ awaitable<void> Server::Serve(tcp::socket socket, size_t worker) {
 
     StringRequest request = parser.release();
     Exchange exchange(stream, request, worker, options_.write_timeout, scratch,
-                      deadlines_[worker].get());
+                      deadlines_[worker].get(), draining_.get());
     bool threw = false;
     try {
       co_await handler_(exchange);

@@ -31,8 +31,10 @@ struct ConnectionScratch {
 class Exchange {
  public:
   Exchange(beast::tcp_stream& stream, StringRequest& request, size_t worker, Duration write_timeout,
-           ConnectionScratch& scratch, Deadlines* deadlines)
-      : stream_(stream),
+           ConnectionScratch& scratch, Deadlines* deadlines,
+           const std::atomic<bool>* draining = nullptr)
+      : draining_(draining),
+        stream_(stream),
         request_(request),
         worker_(worker),
         write_timeout_(write_timeout),
@@ -54,12 +56,17 @@ class Exchange {
 
   // Whether the connection may serve another request after this one: what the client asked
   // for when the request arrived (a handler may rewrite the request's own headers).
-  bool keep_alive() const { return keep_alive_ && client_keep_alive_; }
+  // Not while the server drains: its responses carry Connection: close.
+  bool keep_alive() const {
+    return keep_alive_ && client_keep_alive_ &&
+           !(draining_ && draining_->load(std::memory_order_relaxed));
+  }
   void close() { keep_alive_ = false; }
   // The client's HTTP version: 10 or 11.
   unsigned client_version() const { return client_version_; }
 
  private:
+  const std::atomic<bool>* draining_;
   beast::tcp_stream& stream_;
   StringRequest& request_;
   size_t worker_;
@@ -105,8 +112,13 @@ class Server {
   Status Listen(const std::string& host, uint16_t port);
   uint16_t port() const { return port_; }
 
-  // Stops accepting; open connections finish their current request.
-  void StopAccepting();
+  // Stops accepting; open connections finish their current request. With `wait`, returns once
+  // every listening socket is closed (the workers must be running): from then on a replica
+  // sharing the port (SO_REUSEPORT) gets every new connection.
+  void StopAccepting(bool wait = false);
+  // From now on every response says Connection: close and its connection closes after it
+  // (a graceful shutdown: clients reconnect to another replica). Thread-safe.
+  void SetDraining() { draining_->store(true); }
 
   // Releases the server's I/O objects. Call after the workers stopped running and before
   // their io_contexts are destroyed; destroy the Server itself only after those.
@@ -135,6 +147,7 @@ class Server {
   std::shared_ptr<std::atomic<uint64_t>> open_connections_ =
       std::make_shared<std::atomic<uint64_t>>(0);
   std::atomic<uint64_t> accepted_{0};
+  std::shared_ptr<std::atomic<bool>> draining_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 }  // namespace infergrid::http

@@ -157,7 +157,8 @@ TEST_F(GatewayTest, LargeBodiesAndStreamsArriveWhole) {
 }
 
 TEST_F(GatewayTest, CloseDelimitedUpstreamBodiesAreReframed) {
-  Start(1, "  endpointMetrics:\n    enabled: false\n");
+  Start(1,
+        "  endpointMetrics:\n    enabled: false\n  health:\n    active:\n      enabled: false\n");
   for (int i = 0; i < 2; ++i) {
     auto r = PostJson(port_, "/v1/chat/completions", kChat, {{"x-fake-close-delimited", "1"}});
     ASSERT_EQ(r.status, 200);
@@ -619,7 +620,8 @@ TEST_F(GatewayTest, RoundRobinProfileAlternates) {
 
 TEST_F(GatewayTest, ConnectionPoolIsBoundedAndWaitersAreServedInTurn) {
   Start(1,
-        "  endpointMetrics:\n    enabled: false\n  upstream:\n    maxConnectionsPerEndpoint: 1\n",
+        "  endpointMetrics:\n    enabled: false\n  health:\n    active:\n      enabled: false\n"
+        "  upstream:\n    maxConnectionsPerEndpoint: 1\n",
         "", {}, 1);
   std::vector<std::future<int>> done;
   for (int i = 0; i < 3; ++i) {
@@ -660,7 +662,9 @@ TEST_F(GatewayTest, SilenceMidStreamIsAnIdleTimeout) {
 }
 
 TEST_F(GatewayTest, UpstreamConnectionsAreKeptAlive) {
-  Start(1, "  endpointMetrics:\n    enabled: false\n");  // scrapes use connections of their own
+  // Scrapes and health probes use connections of their own.
+  Start(1,
+        "  endpointMetrics:\n    enabled: false\n  health:\n    active:\n      enabled: false\n");
   for (int i = 0; i < 20; ++i)
     ASSERT_EQ(PostJson(port_, "/v1/chat/completions", kChat).status, 200);
   // Twenty requests over at most one pooled connection per gateway worker.

@@ -99,6 +99,25 @@ std::string VllmError(const std::string& message, const std::string& type, int c
 awaitable<void> FakeVllm::Handle(Exchange& ex) {
   auto& req = ex.request();
   std::string_view target = req.target();
+  if (hang_.load()) {
+    // Never answers while hung (until the client leaves or the server stops).
+    asio::steady_timer t(ex.stream().get_executor());
+    while (hang_.load()) {
+      t.expires_after(std::chrono::milliseconds(20));
+      error_code ec;
+      co_await t.async_wait(with_ec(ec));
+      if (ec) co_return;
+    }
+  }
+  if (int st = completion_status_.load();
+      st != 0 && (target == "/v1/chat/completions" || target == "/v1/completions")) {
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.requests;
+    }
+    co_await Respond(ex, st, R"({"error":{"message":"injected","type":"server_error"}})");
+    co_return;
+  }
   if (target == "/health") {
     co_await Respond(ex, 200, "");
   } else if (target == "/v1/models") {

@@ -52,6 +52,10 @@ class FakeVllm {
   uint16_t port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port()); }
   FakeVllmStats stats() const;
+  // Faults at run time: every completion answered with `status` (0: normal), or every
+  // request (health and metrics too) never answered.
+  void SetCompletionStatus(int status) { completion_status_.store(status); }
+  void SetHang(bool hang) { hang_.store(hang); }
 
  private:
   http::awaitable<void> Handle(http::Exchange& ex);
@@ -63,6 +67,8 @@ class FakeVllm {
   mutable std::mutex mu_;
   FakeVllmStats stats_;
   std::atomic<int64_t> active_{0};
+  std::atomic<int> completion_status_{0};
+  std::atomic<bool> hang_{false};
   uint16_t port_ = 0;
   uint64_t connections_at_stop_ = 0;
 };

@@ -1,5 +1,5 @@
 # The README's two commands: `make demo` and `make test`. Each installs what is missing first.
-.PHONY: deps build test test-asan demo bench bench-live bench-overload bench-sim bench-scheduler clean
+.PHONY: deps build test test-asan demo bench bench-live bench-overload bench-ha bench-sim bench-scheduler clean
 
 JOBS ?= $(shell nproc)
 
@@ -31,6 +31,9 @@ bench-live: build
 
 bench-overload: build
 	bench/live/overload.sh
+
+bench-ha: build
+	bench/live/ha.sh
 
 bench-sim: build
 	bench/sim-capacity/run.sh

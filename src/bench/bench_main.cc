@@ -44,7 +44,8 @@ void AddBenchFlags(CLI::App* c, BenchFlags* f) {
   std::string names;
   for (const auto& n : BuiltinGatewayNames()) names += (names.empty() ? "" : ",") + n;
   c->add_option("--gateways", f->gateways,
-                "Comma-separated gateways to compare (default: all of " + names + ")");
+                "Comma-separated gateways to compare (default: all of " + names +
+                    "; none: only those of --gateway-url)");
   c->add_option("--gateway-url", f->gateway_urls,
                 "Also a gateway you run: NAME=http://HOST:PORT (repeatable)");
   c->add_option("--time-scale", f->time_scale,
@@ -55,6 +56,9 @@ void AddBenchFlags(CLI::App* c, BenchFlags* f) {
   c->add_option("--requests", f->requests, "Stop sending after this many requests per gateway");
   c->add_option("--api", f->api, "chat (default) or completions");
   c->add_flag("--no-stream", f->no_stream, "Plain JSON replies instead of streaming");
+  c->add_flag("--connection-per-request", f->connection_per_request,
+              "Open a new connection for every request (default: one keep-alive connection per "
+              "client); spreads a client's turns over gateway replicas sharing a port");
   c->add_option("--out", f->out,
                 "Directory for report.json, report.html and logs (default "
                 "bench-results/<time>)");
@@ -328,7 +332,7 @@ int RunBench(const BenchFlags& f) {
     std::vector<std::string> names;
     if (f.gateways.empty()) {
       names = BuiltinGatewayNames();
-    } else {
+    } else if (f.gateways != "none") {  // none: only the --gateway-url ones
       for (auto n : Split(f.gateways, ',')) {
         if (!n.empty()) names.emplace_back(n);
       }
@@ -426,6 +430,7 @@ int RunBench(const BenchFlags& f) {
     o.model = model;
     o.chat = f.api == "chat";
     o.stream = !f.no_stream;
+    o.connection_per_request = f.connection_per_request;
     o.time_scale = f.time_scale;
     o.duration_s = duration;
     o.warmup_s = warmup;

@@ -19,6 +19,7 @@ struct BenchFlags {
   uint64_t requests = 0;
   std::string api = "chat";
   bool no_stream = false;
+  bool connection_per_request = false;
   std::string out;
   std::string record;
   std::string from_json, html;

@@ -192,6 +192,7 @@ class Run {
                                   headers, o_.stream, o_.request_timeout_s / o_.time_scale);
     live_.erase(&c);
     --in_flight_;
+    if (o_.connection_per_request) c.Close();
     Account(reply, t_send);
     co_return reply;
   }

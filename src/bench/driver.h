@@ -27,6 +27,9 @@ struct DriverOptions {
   std::string model;
   bool chat = true;    // /v1/chat/completions, else /v1/completions
   bool stream = true;  // SSE with usage
+  // A new connection for every request (clients spread over replicas behind one port, as
+  // many clients sharing a pool of connections would be); default: one keep-alive each.
+  bool connection_per_request = false;
   double time_scale = 1;
   double duration_s = 0;  // fleet seconds; 0: the workload's (a trace: its last request)
   double warmup_s = 0;

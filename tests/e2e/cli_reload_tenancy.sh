@@ -22,6 +22,7 @@ apiVersion: infergrid.dev/v1
 kind: Gateway
 spec:
   listen: 127.0.0.1:0
+  lifecycle: {configWatchInterval: 0s}  # reloads here are SIGHUP's only, counted exactly
   tenancy:
     requireApiKey: true
     tenants:

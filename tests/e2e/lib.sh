@@ -28,3 +28,19 @@ start() {
   done
   echo "$name did not start"; cat "$WORK/$name.err"; return 1
 }
+
+# check_bench_clean REPORT_JSON MIN_SENT: the bench's one run had no failed or unfinished
+# request (an incomplete stream is a failure) and sent more than MIN_SENT.
+check_bench_clean() {
+  node -e '
+    const fs = require("fs");
+    const j = JSON.parse(fs.readFileSync(process.argv[1]));
+    const fail = m => { console.log("FAIL: " + m); process.exit(1); };
+    const r = j.runs[0];
+    if (r.failure) fail("did not run: " + r.failure);
+    if (r.failed !== 0) fail(r.failed + " failed requests: " + JSON.stringify(r.errors) + " " + JSON.stringify(r.error_examples));
+    if (r.unfinished) fail(r.unfinished + " unfinished requests");
+    if (!(r.sent > Number(process.argv[2]))) fail("only " + r.sent + " requests sent");
+    console.log("ok: " + r.sent + " requests, 0 failed, every stream complete");
+  ' "$1" "$2"
+}

@@ -742,14 +742,13 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
   }
   hold.served = true;
   tm.admitted->Inc();
-  auto settings = this->settings();
+  // What reloads replace, and the request's deposit in the retry budget: one lock.
+  std::shared_ptr<const Settings> settings;
   {
     std::lock_guard lock(settings_mu_);
+    settings = settings_;
     retry_budget_.OnRequest();
   }
-  const double now_s = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  }();
   EndpointState* tried[8];
   size_t n_tried = 0;
   EndpointState* ep = nullptr;
@@ -794,8 +793,10 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
     }
     // What the endpoint did, for its health: failures of its own (not the client's leaving,
     // not the gateway's connection limit).
-    if (!out.client_gone && out.error != "exhausted") {
+    if (!out.client_gone && out.error != "pool_exhausted") {
       bool failed = (!out.error.empty()) || out.status >= 500;
+      double now_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
       OnHealthChange(ep, ep->RecordRequest(!failed, now_s, settings->health), "passive");
     }
     if (!out.error.empty()) {

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -396,6 +397,102 @@ TEST_F(LifecycleTest, GracefulShutdownLetsStreamsFinishAndSaysConnectionClose) {
   EXPECT_NE(after.status, 200);
 }
 
+// A TCP relay the test can cut and heal: a partition between two replicas, in one process.
+class Relay {
+ public:
+  explicit Relay(uint16_t target) : target_(target), acceptor_(io_) {
+    http::tcp::endpoint ep(http::asio::ip::make_address("127.0.0.1"), 0);
+    acceptor_.open(ep.protocol());
+    acceptor_.set_option(http::asio::socket_base::reuse_address(true));
+    acceptor_.bind(ep);
+    acceptor_.listen();
+    port_ = acceptor_.local_endpoint().port();
+    Accept();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~Relay() {
+    http::asio::post(io_, [this] {
+      http::error_code ec;
+      acceptor_.close(ec);
+      CloseAll();
+    });
+    io_.stop();
+    thread_.join();
+  }
+  uint16_t port() const { return port_; }
+  // Every connection through it breaks, and new ones are closed at once, until Heal().
+  void Cut() {
+    http::asio::post(io_, [this] {
+      cut_ = true;
+      CloseAll();
+    });
+  }
+  void Heal() {
+    http::asio::post(io_, [this] { cut_ = false; });
+  }
+
+ private:
+  using Socket = std::shared_ptr<http::tcp::socket>;
+  void Accept() {
+    acceptor_.async_accept([this](http::error_code ec, http::tcp::socket s) {
+      if (ec) return;
+      auto in = std::make_shared<http::tcp::socket>(std::move(s));
+      if (cut_) {
+        http::error_code ignored;
+        in->close(ignored);
+      } else {
+        auto out = std::make_shared<http::tcp::socket>(io_);
+        http::error_code cec;
+        out->connect({http::asio::ip::make_address("127.0.0.1"), target_}, cec);
+        if (cec) {
+          in->close(cec);
+        } else {
+          sockets_.push_back(in);
+          sockets_.push_back(out);
+          Pump(in, out);
+          Pump(out, in);
+        }
+      }
+      Accept();
+    });
+  }
+  void Pump(Socket from, Socket to) {
+    auto buf = std::make_shared<std::array<char, 16384>>();
+    from->async_read_some(
+        http::asio::buffer(*buf), [this, from, to, buf](http::error_code ec, size_t n) {
+          if (ec) {
+            http::error_code ignored;
+            to->close(ignored);
+            from->close(ignored);
+            return;
+          }
+          http::asio::async_write(*to, http::asio::buffer(buf->data(), n),
+                                  [this, from, to, buf](http::error_code wec, size_t) {
+                                    if (wec) {
+                                      http::error_code ignored;
+                                      from->close(ignored);
+                                      return;
+                                    }
+                                    Pump(from, to);
+                                  });
+        });
+  }
+  void CloseAll() {
+    for (auto& s : sockets_) {
+      http::error_code ignored;
+      s->close(ignored);
+    }
+    sockets_.clear();
+  }
+  uint16_t target_;
+  http::asio::io_context io_;
+  http::tcp::acceptor acceptor_;
+  uint16_t port_ = 0;
+  bool cut_ = false;
+  std::vector<Socket> sockets_;
+  std::thread thread_;
+};
+
 // Two replicas that share routing decisions: a session routed by one is routed to the same
 // endpoint by the other, and a restarted replica warms from its peer.
 class PeeringTest : public LifecycleTest {
@@ -456,6 +553,49 @@ TEST_F(PeeringTest, ReplicasShareSessionHomesAndARestartedReplicaWarmsFromItsPee
     EXPECT_EQ(SendSession(b2->port(), "s" + std::to_string(i)), home[i]) << i;
   b2->Stop();
   a->Stop();
+}
+
+TEST_F(PeeringTest, ReplicasCutOffFromEachOtherKeepRoutingAndReconcileAfter) {
+  StartFakes(4);
+  auto a = StartGateway(Config(Urls(), PeerSpec(0)));
+  auto b = StartGateway(Config(Urls(), PeerSpec(0)));
+  ASSERT_TRUE(a && b);
+  // Each dials the other through a relay that can be cut.
+  Relay to_a(a->peer_port()), to_b(b->peer_port());
+  ASSERT_TRUE(a->Reload(Config(Urls(), PeerSpec(to_b.port()))).ok());
+  ASSERT_TRUE(b->Reload(Config(Urls(), PeerSpec(to_a.port()))).ok());
+  ASSERT_TRUE(WaitFor([&] { return Metric("infergrid_peers_connected", a.get()) == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return Metric("infergrid_peers_connected", b.get()) == 1; }));
+
+  to_a.Cut();
+  to_b.Cut();
+  ASSERT_TRUE(WaitFor([&] {
+    return Metric("infergrid_peers_connected", a.get()) == 0 &&
+           Metric("infergrid_peers_connected", b.get()) == 0;
+  }));
+  // Cut off, each keeps routing: new sessions start on both.
+  std::vector<int> home_a, home_b;
+  for (int i = 0; i < 12; ++i) home_a.push_back(SendSession(a->port(), "a" + std::to_string(i)));
+  for (int i = 0; i < 12; ++i) home_b.push_back(SendSession(b->port(), "b" + std::to_string(i)));
+  for (int h : home_a) EXPECT_GE(h, 0);
+  for (int h : home_b) EXPECT_GE(h, 0);
+
+  // Healed: the redialled connections carry each side's whole state, so each knows where the
+  // other's sessions live.
+  double received_a = Metric("infergrid_peer_records{direction=\"received\"}", a.get());
+  double received_b = Metric("infergrid_peer_records{direction=\"received\"}", b.get());
+  to_a.Heal();
+  to_b.Heal();
+  ASSERT_TRUE(WaitFor([&] {
+    return Metric("infergrid_peer_records{direction=\"received\"}", a.get()) >= received_a + 12 &&
+           Metric("infergrid_peer_records{direction=\"received\"}", b.get()) >= received_b + 12;
+  }));
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(SendSession(a->port(), "b" + std::to_string(i)), home_b[i]);
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(SendSession(b->port(), "a" + std::to_string(i)), home_a[i]);
+  a->Stop();
+  b->Stop();
 }
 
 }  // namespace

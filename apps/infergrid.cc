@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <mutex>
 
 #include "bench/bench_main.h"
 #include "common/log.h"
@@ -68,7 +69,6 @@ int RunGateway(const std::string& config_path, const std::string& model,
   // Block the stop signals in every thread; the main thread waits for them below.
   sigset_t set = BlockStopSignals(/*reload=*/true);
 
-  const config::Lifecycle cfg_lifecycle = cfg->lifecycle;
   auto gw = gateway::Gateway::Create(std::move(cfg).value());
   if (!gw.ok()) {
     std::cerr << "error: " << gw.status().message() << "\n";
@@ -85,8 +85,19 @@ int RunGateway(const std::string& config_path, const std::string& model,
   std::fflush(stdout);
 
   // Reloads (SIGHUP, a change of the file, POST /admin/reload) read the file again, validate it
-  // whole, and apply it atomically or not at all (docs/zero-downtime.md).
-  auto load = [config_path, listen, listen_given]() -> Result<config::Gateway> {
+  // whole, and apply it atomically or not at all (docs/zero-downtime.md). Whichever reads the
+  // file notes its bytes, so the watcher does not reload what was already loaded.
+  struct Seen {
+    std::mutex mu;
+    std::string text;
+  };
+  auto seen = std::make_shared<Seen>();
+  seen->text = ReadWhole(config_path);
+  auto load = [config_path, listen, listen_given, seen]() -> Result<config::Gateway> {
+    {
+      std::lock_guard lock(seen->mu);
+      seen->text = ReadWhole(config_path);
+    }
     IG_ASSIGN_OR_RETURN(config::Gateway next, LoadConfig(config_path));
     if (listen_given) {
       IG_ASSIGN_OR_RETURN(auto hp, ParseHostPort(listen));
@@ -96,15 +107,9 @@ int RunGateway(const std::string& config_path, const std::string& model,
     return next;
   };
   if (!config_path.empty()) (*gw)->SetConfigLoader(load);
-  auto watch = config_path.empty() ? Duration{0} : cfg_lifecycle.config_watch_interval;
-  Duration shutdown_timeout = cfg_lifecycle.shutdown_timeout;
   auto reload = [&](const char* why) {
     auto next = load();
     Status st = next.ok() ? (*gw)->Reload(*next) : next.status();
-    if (st.ok()) {
-      watch = next->lifecycle.config_watch_interval;
-      shutdown_timeout = next->lifecycle.shutdown_timeout;
-    }
     if (!next.ok()) (*gw)->CountReload(false);
     if (!st.ok()) {
       log::Error("{}: {} not reloaded, the running configuration stays: {}", why, config_path,
@@ -113,15 +118,19 @@ int RunGateway(const std::string& config_path, const std::string& model,
       log::Info("{}: configuration reloaded from {}", why, config_path);
     }
   };
-  std::string last_text = ReadWhole(config_path);
   int sig;
   while (true) {
+    // The running configuration's settings, however it was last reloaded.
+    Duration watch = config_path.empty() ? Duration{0} : (*gw)->lifecycle().config_watch_interval;
     sig = watch.count() > 0 ? WaitForSignalFor(set, watch) : WaitForStopSignal(set);
     if (sig == 0) {  // the interval passed: has the file changed?
       std::string text = ReadWhole(config_path);
-      if (text.empty() || text == last_text) continue;
-      last_text = text;
-      reload("config file changed");
+      bool changed;
+      {
+        std::lock_guard lock(seen->mu);
+        changed = !text.empty() && text != seen->text;
+      }
+      if (changed) reload("config file changed");
       continue;
     }
     if (sig != SIGHUP) break;
@@ -129,11 +138,11 @@ int RunGateway(const std::string& config_path, const std::string& model,
       log::Warn("SIGHUP: no --config file to reload");
       continue;
     }
-    last_text = ReadWhole(config_path);
     reload("SIGHUP");
   }
   // A graceful stop: no new connections, not ready, in-flight streams finish (up to the
   // deadline), then exit 0.
+  Duration shutdown_timeout = (*gw)->lifecycle().shutdown_timeout;
   log::Info("signal {}: draining (up to {}s), then stopping", sig,
             std::chrono::duration_cast<std::chrono::seconds>(shutdown_timeout).count());
   size_t left = (*gw)->Shutdown(shutdown_timeout);

@@ -349,6 +349,17 @@ void PoolState::Export(std::vector<RoutingRecord>* out) const {
   }
 }
 
+bool PoolState::FinishRemoval(EndpointState* e, bool deadline_passed) {
+  std::lock_guard lock(mu_);
+  if (e->admin() != AdminState::kDraining || e->removal_asked() == SteadyTime{}) return false;
+  if (e->in_flight() > 0 && !deadline_passed) return false;
+  if (!e->MoveAdmin(AdminState::kDraining, AdminState::kRemoved)) return false;
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    if (endpoints_[i] == e) scheduler_->ForgetEndpoint(i);
+  }
+  return true;
+}
+
 void PoolState::ForgetEndpoint(EndpointState* e) {
   std::lock_guard lock(mu_);
   for (size_t i = 0; i < endpoints_.size(); ++i) {

@@ -84,6 +84,10 @@ class EndpointState {
 
   AdminState admin() const { return admin_.load(std::memory_order_acquire); }
   void SetAdmin(AdminState s, SteadyTime now);
+  // Moves from `from` to `to` only if it is still in `from`.
+  bool MoveAdmin(AdminState from, AdminState to) {
+    return admin_.compare_exchange_strong(from, to, std::memory_order_acq_rel);
+  }
   // When a removal was asked for (the drain's deadline runs from here); epoch if not.
   SteadyTime removal_asked() const;
   void AskRemoval(SteadyTime now);
@@ -200,6 +204,10 @@ class PoolState {
   void Export(std::vector<RoutingRecord>* out) const;
   // The endpoint's server restarted: the prefix index forgets what it held.
   void ForgetEndpoint(EndpointState* e);
+  // A draining endpoint whose removal was asked for becomes removed once nothing is in flight
+  // there, or regardless when `deadline_passed`. Under the pool's lock, so no decision can
+  // send it a request in between. True if it was removed now.
+  bool FinishRemoval(EndpointState* e, bool deadline_passed);
 
   // A request waiting for admission. Shared by its handler (on its worker thread) and
   // whichever thread admits it: `timer` is woken (cancelled, on its own executor) when it is

@@ -316,10 +316,11 @@ void Gateway::Stop() {
   upstreams_.clear();
   server_.reset();
   flow_tick_.reset();
-  control_io_.reset();
-  scraper_.reset();
+  // The scraper's and the mesh's I/O objects go before the io_context they belong to.
   if (peers_) peers_->Stop();
   peers_.reset();
+  scraper_.reset();
+  control_io_.reset();
 }
 
 awaitable<void> Gateway::RespondJson(Exchange& ex, int status, std::string body) {
@@ -808,15 +809,18 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
     if (!out.retryable) break;
     // Nothing reached the client: another endpoint may serve it, within the budget.
     tried[n_tried++] = ep;
-    bool allowed;
-    {
-      std::lock_guard lock(settings_mu_);
+    PoolState::Pick next = pool->Retry(info, output_estimate, std::span(tried, n_tried));
+    bool allowed = false;
+    if (next.endpoint != nullptr) {
+      std::lock_guard lock(settings_mu_);  // spent only on a retry that can happen
       allowed = retry_budget_.TryRetry();
     }
-    PoolState::Pick next;
-    if (allowed) next = pool->Retry(info, output_estimate, std::span(tried, n_tried));
-    if (!allowed || next.endpoint == nullptr) {
-      metrics_.retries_refused->With({info.pool, allowed ? "no_endpoint" : "budget"})->Inc();
+    if (!allowed) {
+      if (next.endpoint != nullptr) {  // the budget said no: give its place back
+        next.endpoint->OnFinish(next.live, next.prefill_tokens, true);
+        pool->Dispatch();
+      }
+      metrics_.retries_refused->With({info.pool, next.endpoint ? "budget" : "no_endpoint"})->Inc();
       co_await RespondUpstreamError(ex, out.status, out.message, out.error);
       break;
     }

@@ -55,6 +55,8 @@ class Gateway {
   Status Reload(const config::Gateway& next);
   // Counts a reload attempt in infergrid_config_reloads_total{result}.
   void CountReload(bool ok);
+  // The running configuration's lifecycle settings (as last reloaded). Thread-safe.
+  config::Lifecycle lifecycle();
   // What POST /admin/reload reloads: loads and validates the file (set by the binary).
   void SetConfigLoader(std::function<Result<config::Gateway>()> loader);
 
@@ -126,7 +128,8 @@ class Gateway {
 
   config::Gateway cfg_;  // as created; what reloads compare against is current_
   std::shared_ptr<const config::Gateway> current_;
-  std::mutex reload_mu_;  // one reload (or lifecycle change) at a time
+  std::mutex reload_mu_;     // one reload at a time
+  std::mutex lifecycle_mu_;  // one endpoint change (add, drain, undrain, remove) at a time
   std::function<Result<config::Gateway>()> loader_;
   metrics::Registry registry_;
   GatewayMetrics metrics_;

@@ -56,11 +56,18 @@ EndpointHealth::Change EndpointHealth::OnProbe(bool ok, double now_s, const Heal
 }
 
 EndpointHealth::Change EndpointHealth::Tick(double now_s, const HealthPolicy& p) {
-  if (!ejected_ || now_s < until_ || p.active) return Change::kNone;
-  ejected_ = false;
-  good_since_ = now_s;
-  failures_ = 0;
-  return available() ? Change::kRejoined : Change::kNone;
+  bool was = available();
+  if (!p.active) {
+    // No probes will come (active checks were turned off): what they said no longer holds.
+    probe_down_ = false;
+    probe_fails_ = probe_passes_ = 0;
+    if (ejected_ && now_s >= until_) {
+      ejected_ = false;
+      good_since_ = now_s;
+      failures_ = 0;
+    }
+  }
+  return !was && available() ? Change::kRejoined : Change::kNone;
 }
 
 void RetryBudget::Configure(double percent, uint32_t reserve) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "common/log.h"
@@ -98,6 +99,7 @@ UpstreamPool& Gateway::UpstreamFor(size_t worker, EndpointState* ep) {
 }
 
 Status Gateway::AddEndpoint(const std::string& pool_name, const config::Endpoint& e) {
+  std::lock_guard lifecycle(lifecycle_mu_);  // one change of an endpoint at a time
   PoolState* pool = PoolNamed(pool_name);
   if (pool == nullptr) return Status::Error("no pool named '" + pool_name + "'");
   IG_ASSIGN_OR_RETURN(HostPort target, ParseHttpUrl(e.url));
@@ -137,6 +139,7 @@ std::string Where(const std::string& pool) { return pool.empty() ? "any pool" : 
 }  // namespace
 
 Status Gateway::DrainEndpoint(const std::string& pool, const std::string& url) {
+  std::lock_guard lifecycle(lifecycle_mu_);  // one change of an endpoint at a time
   auto eps = Find(pool, url);
   if (eps.empty()) return Status::Error("no endpoint " + url + " in " + Where(pool));
   for (auto* e : eps) {
@@ -151,6 +154,7 @@ Status Gateway::DrainEndpoint(const std::string& pool, const std::string& url) {
 }
 
 Status Gateway::UndrainEndpoint(const std::string& pool, const std::string& url) {
+  std::lock_guard lifecycle(lifecycle_mu_);  // one change of an endpoint at a time
   auto eps = Find(pool, url);
   if (eps.empty()) return Status::Error("no endpoint " + url + " in " + Where(pool));
   for (auto* e : eps) {
@@ -165,6 +169,7 @@ Status Gateway::UndrainEndpoint(const std::string& pool, const std::string& url)
 }
 
 Status Gateway::RemoveEndpoint(const std::string& pool, const std::string& url) {
+  std::lock_guard lifecycle(lifecycle_mu_);  // one change of an endpoint at a time
   auto eps = Find(pool, url);
   if (eps.empty()) return Status::Error("no endpoint " + url + " in " + Where(pool));
   auto now = std::chrono::steady_clock::now();
@@ -200,16 +205,15 @@ void Gateway::Tick() {
     if (e->admin() != AdminState::kDraining) continue;
     SteadyTime asked = e->removal_asked();
     if (asked == SteadyTime{}) continue;
-    bool drained = e->in_flight() == 0;
-    if (drained || now - asked >= s->drain_timeout) {
-      e->SetAdmin(AdminState::kRemoved, now);
-      metrics_.endpoint_changes->With({e->pool(), e->url(), drained ? "removed" : "drain_timeout"})
-          ->Inc();
+    PoolState* pool = PoolNamed(e->pool());
+    uint32_t left = e->in_flight();
+    if (pool && pool->FinishRemoval(e, now - asked >= s->drain_timeout)) {
+      const char* change = left == 0 ? "removed" : "drain_timeout";
+      metrics_.endpoint_changes->With({e->pool(), e->url(), change})->Inc();
       log::Info("endpoint {} removed from pool {}{}", e->url(), e->pool(),
-                drained ? ""
-                        : fmt::format(" at the drain deadline, {} requests still in flight",
-                                      e->in_flight()));
-      for (auto& p : pools_) p->ForgetEndpoint(e);
+                left == 0
+                    ? ""
+                    : fmt::format(" at the drain deadline, {} requests still in flight", left));
     }
   }
   for (auto& p : pools_) p->Dispatch();
@@ -272,8 +276,9 @@ Status CheckReloadable(const config::Gateway& cur, const config::Gateway& next) 
       cur.scrape.enabled != next.scrape.enabled)
     return restart("spec.scrape");
   if (cur.ha.listen_host != next.ha.listen_host || cur.ha.listen_port != next.ha.listen_port ||
-      cur.ha.replica_id != next.ha.replica_id)
-    return restart("spec.ha.listen and replicaId");
+      cur.ha.replica_id != next.ha.replica_id ||
+      cur.ha.resolve_interval != next.ha.resolve_interval)
+    return restart("spec.ha.listen, replicaId and resolveInterval");
   if (cur.pools.size() != next.pools.size()) return restart("the set of spec.pools");
   for (size_t i = 0; i < cur.pools.size(); ++i) {
     if (Fingerprint(cur.pools[i]) != Fingerprint(next.pools[i]))
@@ -300,6 +305,11 @@ Status CheckReloadable(const config::Gateway& cur, const config::Gateway& next) 
 }
 
 }  // namespace
+
+config::Lifecycle Gateway::lifecycle() {
+  std::lock_guard lock(reload_mu_);
+  return current_->lifecycle;
+}
 
 void Gateway::SetConfigLoader(std::function<Result<config::Gateway>()> loader) {
   std::lock_guard lock(reload_mu_);
@@ -442,6 +452,13 @@ Gateway::AdminReply Gateway::Admin(const StringRequest& req, std::string_view pa
   }
   std::string url = body["url"].get<std::string>();
   std::string pool = body.value("pool", "");
+  if (pool.empty() && action != "add") {
+    std::set<std::string> pools;
+    for (auto* e : Find("", url)) pools.insert(e->pool());
+    if (pools.size() > 1)
+      return AdminError(400, url + " is in several pools: name the pool.", "invalid_body",
+                        "bad_request");
+  }
   Status st = Status::Ok();
   if (action == "drain") {
     st = DrainEndpoint(pool, url);
@@ -544,21 +561,25 @@ void Gateway::StartPeering() {
   for (auto& p : pools_) {
     p->SetPublisher([mesh](RoutingRecord r) { mesh->Publish(std::move(r)); });
   }
+  // Read through peers_, which Stop() resets: a render after it finds no mesh.
   registry_.AddGaugeCallback("infergrid_peers_connected",
-                             "Other gateway replicas this one is connected to.", {}, [mesh] {
-                               return std::vector<metrics::GaugeSample>{
-                                   {{}, static_cast<double>(mesh->connected_peers())}};
+                             "Other gateway replicas this one is connected to.", {}, [this] {
+                               std::vector<metrics::GaugeSample> out;
+                               if (peers_) out.push_back({{}, double(peers_->connected_peers())});
+                               return out;
                              });
   registry_.AddGaugeCallback(
       "infergrid_peer_records",
-      "Routing decisions shared with peers (sent) and applied from them (received), since "
-      "start.",
-      {"direction"}, [mesh] {
-        auto st = mesh->stats();
-        return std::vector<metrics::GaugeSample>{
-            {{"sent"}, static_cast<double>(st.records_sent)},
-            {{"received"}, static_cast<double>(st.records_received)},
-            {{"dropped"}, static_cast<double>(st.dropped)}};
+      "Routing decisions shared with peers (sent), applied from them (received) and dropped "
+      "(a peer's queue was full), since start.",
+      {"direction"}, [this] {
+        std::vector<metrics::GaugeSample> out;
+        if (!peers_) return out;
+        auto st = peers_->stats();
+        out.push_back({{"sent"}, double(st.records_sent)});
+        out.push_back({{"received"}, double(st.records_received)});
+        out.push_back({{"dropped"}, double(st.dropped)});
+        return out;
       });
   log::Info("peering on port {} with {} configured peers", peers_->port(), o.peers.size());
 }

@@ -106,6 +106,8 @@ awaitable<void> Scraper::ProbeLoop(EndpointState* e) {
       Fetched f = co_await Fetch(e, path, active_.timeout, "infergrid-health");
       bool ok = f.error.empty() && f.status >= 200 && f.status < 300;
       if (stopped_) co_return;
+      // A connect either way is news of reachability (also with scraping off).
+      if (f.error != "resolve") e->SetReachable(f.connected);
       metrics_->health_probes->With({e->url(), ok ? "pass" : "fail"})->Inc();
       if (callbacks_.on_probe) callbacks_.on_probe(e, ok);
     }

@@ -78,8 +78,21 @@ void Server::StopAccepting(bool wait) {
     auto* acc = acceptors_[i].get();
     auto done = std::make_shared<std::promise<void>>();
     closed.push_back(done->get_future());
-    asio::post(*workers_[i], [acc, done] {
+    asio::post(*workers_[i], [this, acc, done, i] {
+      // Connections the kernel already queued on this socket would be reset by the close
+      // (SO_REUSEPORT does not hand them to the other sockets of the port unless
+      // net.ipv4.tcp_migrate_req is set): take them in first and serve them.
       error_code ec;
+      acc->non_blocking(true, ec);
+      while (!ec) {
+        tcp::socket s(*workers_[i]);
+        acc->accept(s, ec);
+        if (ec) break;
+        error_code ignored;
+        s.set_option(tcp::no_delay(true), ignored);
+        accepted_.fetch_add(1);
+        asio::co_spawn(*workers_[i], Serve(std::move(s), i), asio::detached);
+      }
       acc->close(ec);
       done->set_value();
     });

@@ -112,7 +112,8 @@ class Server {
   Status Listen(const std::string& host, uint16_t port);
   uint16_t port() const { return port_; }
 
-  // Stops accepting; open connections finish their current request. With `wait`, returns once
+  // Stops accepting; open connections finish their current request. Connections already
+  // queued on the listening sockets are accepted and served first. With `wait`, returns once
   // every listening socket is closed (the workers must be running): from then on a replica
   // sharing the port (SO_REUSEPORT) gets every new connection.
   void StopAccepting(bool wait = false);

@@ -400,7 +400,9 @@ TEST_F(GatewayTest, UnreachableEndpointIs502AndIsAvoidedAfterwards) {
   holder.bind(http::tcp::endpoint(http::asio::ip::make_address("127.0.0.1"), 0));
   uint16_t dead = holder.local_endpoint().port();
   std::string dead_url = "http://127.0.0.1:" + std::to_string(dead);
-  Start(0, "  endpointMetrics:\n    enabled: false\n", "", {dead_url});
+  // No scrapes or probes: the request itself is the first to find it down.
+  Start(0, "  endpointMetrics:\n    enabled: false\n  health:\n    active:\n      enabled: false\n",
+        "", {dead_url});
   auto r = PostJson(port_, "/v1/chat/completions", kChat);
   ExpectOpenAiError(r, 502, "connect_failed");
   // Accounting happens just after the response is written: wait for it.

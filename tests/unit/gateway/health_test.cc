@@ -86,6 +86,17 @@ TEST(EndpointHealth, PassiveOffIgnoresRequests) {
   EXPECT_TRUE(h.available());
 }
 
+TEST(EndpointHealth, TurningActiveChecksOffForgetsWhatProbesSaid) {
+  EndpointHealth h;
+  HealthPolicy p;
+  p.unhealthy_threshold = 1;
+  EXPECT_EQ(h.OnProbe(false, 0, p), Change::kEjected);
+  EXPECT_EQ(h.Tick(1, p), Change::kNone);  // still probing: still out
+  p.active = false;
+  EXPECT_EQ(h.Tick(2, p), Change::kRejoined);
+  EXPECT_TRUE(h.available());
+}
+
 TEST(RetryBudget, RetriesAreAtMostTheShareOfRequestsPlusTheReserve) {
   RetryBudget b(20, 3);
   int retries = 0;

@@ -6,7 +6,7 @@ BIN=$1
 ROOT=$2
 source "$(dirname "$0")/lib.sh"
 
-for f in "$ROOT"/examples/*.yaml; do
+for f in "$ROOT"/examples/*.yaml "$ROOT"/examples/kubernetes/gateway-config.yaml; do
   "$BIN" config validate "$f" | grep -q "valid" || { echo "FAIL: $f should be valid"; exit 1; }
 done
 

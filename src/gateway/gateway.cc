@@ -442,6 +442,7 @@ std::string Gateway::ModelsJson() const {
 
 bool Gateway::Ready() const {
   if (shutting_down_.load()) return false;
+  if (!Warm()) return false;
   for (const auto& p : pools_) {
     if (!p->Ready()) return false;
   }

@@ -76,6 +76,10 @@ class Gateway {
   size_t requests_in_gateway() const { return in_gateway_.load(); }
   // The peer port (0 when peering is off).
   uint16_t peer_port() const;
+  // With peers configured: whether this replica has had its peers' state (half a second after
+  // the first peer connected and records came in, 2.5 s if none came), or waited two resolve
+  // intervals for a peer. /ready waits for it.
+  bool Warm() const;
 
  private:
   explicit Gateway(config::Gateway cfg);
@@ -172,6 +176,7 @@ class Gateway {
   RetryBudget retry_budget_{20, 3};  // under settings_mu_
   std::atomic<size_t> in_gateway_{0};
   std::atomic<bool> shutting_down_{false};
+  std::atomic<int64_t> first_peer_ns_{0};  // steady clock, when a peer first connected
   std::unique_ptr<PeerMesh> peers_;
 
   std::vector<std::unique_ptr<http::asio::io_context>> worker_ios_;

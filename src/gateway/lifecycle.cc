@@ -524,6 +524,23 @@ size_t Gateway::Shutdown(std::chrono::steady_clock::duration deadline) {
 
 uint16_t Gateway::peer_port() const { return peers_ ? peers_->port() : 0; }
 
+bool Gateway::Warm() const {
+  if (cfg_.ha.listen_host.empty() || cfg_.ha.peers.empty()) return true;
+  auto now = std::chrono::steady_clock::now();
+  // A peer's state arrives right after its hello on the connection it dials to this replica
+  // (about a megabyte for a large fleet's index). Half a second after the first peer connected,
+  // if records came in; else after its redial backoff (at most 2 s) could have brought them.
+  int64_t first = first_peer_ns_.load();
+  if (first != 0) {
+    auto since = std::chrono::steady_clock::duration(now.time_since_epoch().count() - first);
+    bool got = peers_ && peers_->stats().records_received > 0;
+    if (since >= (got ? std::chrono::milliseconds(500) : std::chrono::milliseconds(2500)))
+      return true;
+  }
+  // No peer within two resolve intervals (the first replica of a fleet): ready anyway.
+  return now - started_ >= 2 * cfg_.ha.resolve_interval + std::chrono::seconds(1);
+}
+
 void Gateway::StartPeering() {
   if (cfg_.ha.listen_host.empty()) return;
   PeerMeshOptions o;
@@ -546,6 +563,9 @@ void Gateway::StartPeering() {
     return out;
   };
   cb.on_peers_changed = [this](size_t n) {
+    if (n > 0 && first_peer_ns_.load() == 0) {
+      first_peer_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count());
+    }
     log::Info("peering: {} peer replicas connected; tenant limits are shared {} ways", n, n + 1);
     std::lock_guard lock(tenancy_mu_);
     limiter_.SetShare(1.0 / double(n + 1));

@@ -545,12 +545,16 @@ TEST_F(PeeringTest, ReplicasShareSessionHomesAndARestartedReplicaWarmsFromItsPee
   for (int i = 20; i < 30; ++i) home.push_back(SendSession(a->port(), "s" + std::to_string(i)));
   auto b2 = StartGateway(Config(Urls(), PeerSpec(a->peer_port())));
   ASSERT_TRUE(b2);
+  EXPECT_EQ(Get(b2->port(), "/ready").status, 503);  // not before it has heard from its peer
   config::Gateway a3 = Config(Urls(), PeerSpec(b2->peer_port()));
   ASSERT_TRUE(a->Reload(a3).ok());
   ASSERT_TRUE(WaitFor(
       [&] { return Metric("infergrid_peer_records{direction=\"received\"}", b2.get()) >= 30; }));
   for (int i = 0; i < 30; ++i)
     EXPECT_EQ(SendSession(b2->port(), "s" + std::to_string(i)), home[i]) << i;
+  // It reports ready once its peer's state came, not before.
+  EXPECT_TRUE(WaitFor([&] { return Get(b2->port(), "/ready").status == 200; }));
+  EXPECT_TRUE(b2->Warm());
   b2->Stop();
   a->Stop();
 }

@@ -82,7 +82,7 @@ kind: Workload
 metadata: {name: steady-agents}
 spec:
   seed: 5
-  duration: 70s
+  duration: 100s
   warmup: 0s
   rampUp: 2s
   clients:
@@ -138,6 +138,8 @@ grep -q "draining" "$WORK/gwa.err" || { echo "FAIL: replica a did not drain"; ca
 echo "replica a replaced"
 replace "$GWB_PID" "$C_PEER" gwd
 echo "replica b replaced"
+# All of it happened under load (the bench runs 50 s; the above takes about 25 s).
+kill -0 "$BENCH_PID" 2>/dev/null || { echo "FAIL: the load ended before the rolling restart did"; exit 1; }
 
 wait "$BENCH_PID" || { echo "FAIL: bench exited $?"; cat "$WORK/bench.out" "$WORK/bench.err"; exit 1; }
 check_bench_clean "$WORK/out/report.json" 100

@@ -41,7 +41,15 @@ std::string WorkloadSummary(const workload::WorkloadSpec& w) {
   return out;
 }
 
-std::string ReportTable(const std::vector<PolicyReport>& reports) {
+std::string TraceSummary(const TraceReplay& t, const TraceFacts& f) {
+  return fmt::format(
+      "trace {}: {} requests over {:.0f} s (speed {}x), {:.0f} prompt and {:.0f} output tokens/s;"
+      " one infinite cache would hit {:.1f}% of prompt tokens\n",
+      t.path, f.requests, f.span_s, t.speed, f.span_s > 0 ? f.prompt_tokens / f.span_s : 0,
+      f.span_s > 0 ? f.output_tokens / f.span_s : 0, 100 * f.bound_hit_rate);
+}
+
+std::string ReportTable(const std::vector<PolicyReport>& reports, double bound) {
   std::string out = fmt::format(
       "{:<14} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>6} {:>7} {:>8} {:>6} {:>6} {:>6} {:>7}\n",
       "policy", "TTFT50", "TTFT90", "TTFT99", "ITL50", "ITL99", "out/min", "hit%", "preempt",
@@ -58,6 +66,12 @@ std::string ReportTable(const std::vector<PolicyReport>& reports) {
         r.output_tokens_per_min, r.prefix_hit_rate * 100, r.preemptions, r.cost_per_million_output,
         r.load_spread, r.work_spread, moves, r.wall_s);
   }
+  if (bound > 0) {
+    out += fmt::format("hit rate / the trace's bound ({:.1f}%):", 100 * bound);
+    for (const auto& r : reports)
+      out += fmt::format(" {} {:.3f}", r.policy, r.prefix_hit_rate / bound);
+    out += "\n";
+  }
   for (const auto& r : reports) {
     if (r.unfinished > 0 || r.rejected > 0) {
       out += fmt::format("note: {}: {} requests unfinished at the drain limit, {} rejected\n",
@@ -68,11 +82,18 @@ std::string ReportTable(const std::vector<PolicyReport>& reports) {
 }
 
 std::string ReportJson(const Fleet& fleet, const workload::WorkloadSpec& w,
-                       const std::vector<PolicyReport>& reports) {
+                       const std::vector<PolicyReport>& reports, const TraceFacts* trace) {
   nlohmann::ordered_json j;
   j["fleet"] = {{"name", fleet.name}, {"servers", fleet.servers.size()}};
   j["workload"] = {
       {"name", w.name}, {"seed", w.seed}, {"duration_s", w.duration_s}, {"warmup_s", w.warmup_s}};
+  if (trace != nullptr) {
+    j["trace"] = {{"requests", trace->requests},
+                  {"span_s", trace->span_s},
+                  {"prompt_tokens", trace->prompt_tokens},
+                  {"output_tokens", trace->output_tokens},
+                  {"bound_hit_rate", trace->bound_hit_rate}};
+  }
   j["policies"] = nlohmann::ordered_json::array();
   for (const auto& r : reports) {
     j["policies"].push_back({

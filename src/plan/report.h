@@ -12,8 +12,11 @@ namespace infergrid::plan {
 
 std::string FleetSummary(const Fleet& fleet);
 std::string WorkloadSummary(const workload::WorkloadSpec& w);
-std::string ReportTable(const std::vector<PolicyReport>& reports);
+// `bound` >= 0: a replayed trace's hit-rate bound (one infinite cache), shown beside each
+// policy's hit rate.
+std::string ReportTable(const std::vector<PolicyReport>& reports, double bound = -1);
 std::string ReportJson(const Fleet& fleet, const workload::WorkloadSpec& w,
-                       const std::vector<PolicyReport>& reports);
+                       const std::vector<PolicyReport>& reports, const TraceFacts* trace = nullptr);
+std::string TraceSummary(const TraceReplay& t, const TraceFacts& f);
 
 }  // namespace infergrid::plan

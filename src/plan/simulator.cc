@@ -7,12 +7,16 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <unordered_map>
+#include <unordered_set>
 
+#include "common/hash.h"
 #include "engine_model/engine.h"
 #include "plan/policy.h"
 #include "plan/stats.h"
 #include "scheduling/flow_control/saturation.h"
 #include "workload/conversation.h"
+#include "workload/mooncake.h"
 
 namespace infergrid::plan {
 
@@ -25,7 +29,15 @@ using workload::Client;
 using workload::TurnPlan;
 using Clock = std::chrono::steady_clock;
 
-enum class Kind : uint8_t { kStepEnd, kTurn, kSessionArrival, kScrape, kWindowStart, kWindowEnd };
+enum class Kind : uint8_t {
+  kStepEnd,
+  kTurn,
+  kSessionArrival,
+  kScrape,
+  kWindowStart,
+  kWindowEnd,
+  kTraceArrival,  // the trace's next timestamped request
+};
 
 struct Event {
   double t;
@@ -61,6 +73,10 @@ struct ClientState {
   double held_since = 0;
   uint64_t last_session = 0;
   size_t last_server = SIZE_MAX;
+  // A trace's request (no Client): its max_tokens, and its session's name.
+  bool traced = false;
+  uint32_t max_tokens = 0;
+  std::string trace_session;
 };
 
 struct Req {
@@ -118,6 +134,9 @@ class Simulation {
   }
 
   PolicyReport Run();
+  const Status& trace_status() const { return trace_status_; }
+  // Replays `trace` instead of the workload's clients. Call before Run.
+  Status UseTrace(const TraceReplay& trace);
 
  private:
   void Push(double t, Kind k, uint32_t id) { events_.push(Event{t, seq_++, k, id}); }
@@ -132,6 +151,13 @@ class Simulation {
   void StartStep(uint32_t s, double t);
   void Complete(uint32_t slot, double t, bool ok);
   uint32_t NewClient(size_t group, uint64_t index, bool open_loop);
+  uint32_t NewSlot();
+  // Trace replay: reads up to the next timestamped request and schedules its arrival.
+  void ReadTrace();
+  // A trace request arrives now.
+  void TraceArrive(workload::MooncakeRequest r, double t);
+  // Its session's next turn, if one waits for this one to end.
+  void TraceSessionNext(const std::string& session, double t);
   bool InWindow(double t) const { return t >= w_.warmup_s && t < w_.duration_s; }
 
   const Fleet& fleet_;
@@ -145,6 +171,21 @@ class Simulation {
   std::string model_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   uint64_t seq_ = 0;
+
+  // Trace replay.
+  const TraceReplay* trace_ = nullptr;
+  std::unique_ptr<workload::MooncakeReader> reader_;
+  std::optional<workload::MooncakeRequest> pending_;  // the next timestamped request
+  double trace_t0_ms_ = -1;
+  double trace_last_at_ = 0;
+  struct TraceSession {
+    std::deque<workload::MooncakeRequest> waiting;  // turns that follow by delay
+    bool active = false;                            // a turn is in flight
+    double ended = -1;                              // when its last turn ended
+    size_t last_server = SIZE_MAX;                  // where its last turn went
+  };
+  std::unordered_map<std::string, TraceSession> trace_sessions_;
+  Status trace_status_;
 
   std::vector<ClientState> clients_;
   std::vector<uint32_t> free_clients_;
@@ -174,7 +215,7 @@ class Simulation {
   double decision_s_ = 0;
 };
 
-uint32_t Simulation::NewClient(size_t group, uint64_t index, bool open_loop) {
+uint32_t Simulation::NewSlot() {
   uint32_t c;
   if (!free_clients_.empty()) {
     c = free_clients_.back();
@@ -183,7 +224,94 @@ uint32_t Simulation::NewClient(size_t group, uint64_t index, bool open_loop) {
     c = static_cast<uint32_t>(clients_.size());
     clients_.emplace_back();
   }
+  return c;
+}
+
+Status Simulation::UseTrace(const TraceReplay& trace) {
+  trace_ = &trace;
+  IG_ASSIGN_OR_RETURN(reader_, workload::MooncakeReader::Open(trace.path, trace.block_size));
+  return Status::Ok();
+}
+
+void Simulation::ReadTrace() {
+  while (true) {
+    auto next = reader_->Next();
+    if (!next.ok()) {
+      trace_status_ = next.status();  // reported by SimulateTrace; the run stops reading
+      return;
+    }
+    if (!next->has_value()) return;
+    workload::MooncakeRequest r = std::move(**next);
+    if (r.timestamp_ms < 0) {  // follows its session's previous turn by `delay`
+      TraceSession& s = trace_sessions_[r.session_id];
+      if (!s.active && s.waiting.empty()) {
+        // Its predecessor already ended (or it has none read yet): it arrives `delay` after
+        // that end (or after the last timestamped arrival).
+        double at = (s.ended >= 0 ? s.ended : trace_last_at_) + r.delay_ms / 1000 / trace_->speed;
+        s.waiting.push_back(std::move(r));
+        s.active = true;
+        uint32_t c = NewSlot();
+        clients_[c].traced = true;
+        clients_[c].trace_session = s.waiting.front().session_id;
+        Push(at, Kind::kTurn, c);
+        // The turn itself is taken from the session's queue when it fires (OnTurn).
+        clients_[c].next.reset();
+      } else {
+        s.waiting.push_back(std::move(r));
+      }
+      continue;
+    }
+    if (r.timestamp_ms < trace_->from_ms) continue;
+    if (trace_->to_ms >= 0 && r.timestamp_ms >= trace_->to_ms) return;
+    if (trace_t0_ms_ < 0) trace_t0_ms_ = r.timestamp_ms;
+    double at = (r.timestamp_ms - trace_t0_ms_) / 1000 / trace_->speed;
+    trace_last_at_ = at;
+    pending_ = std::move(r);
+    Push(at, Kind::kTraceArrival, 0);
+    return;
+  }
+}
+
+void Simulation::TraceArrive(workload::MooncakeRequest r, double t) {
+  uint32_t c = NewSlot();
   ClientState& cs = clients_[c];
+  cs.client.reset();
+  cs.traced = true;
+  cs.max_tokens = std::max(1u, r.output_length);
+  cs.trace_session = r.session_id;
+  cs.convo = workload::TokenConversation(fleet_.block_size);
+  scratch_tokens_.clear();
+  workload::SynthesizePromptTokens(r, trace_->block_size, &scratch_tokens_);
+  cs.convo.Append(scratch_tokens_);
+  TurnPlan plan;
+  plan.output_tokens = std::max(1u, r.output_length);
+  plan.output_seed = workload::BlockSeed(r.line) ^ 0x5eedull;
+  plan.session_key = r.session_id;
+  plan.session_id = r.session_id.empty() ? 0 : std::hash<std::string>{}(r.session_id);
+  if (!r.session_id.empty()) trace_sessions_[r.session_id].active = true;
+  cs.next = std::move(plan);
+  OnTurn(c, t);
+}
+
+void Simulation::TraceSessionNext(const std::string& session, double t) {
+  auto it = trace_sessions_.find(session);
+  if (it == trace_sessions_.end()) return;
+  TraceSession& s = it->second;
+  s.active = false;
+  s.ended = t;
+  if (s.waiting.empty()) return;
+  s.active = true;
+  uint32_t c = NewSlot();
+  clients_[c].traced = true;
+  clients_[c].trace_session = session;
+  clients_[c].next.reset();
+  Push(t + s.waiting.front().delay_ms / 1000 / trace_->speed, Kind::kTurn, c);
+}
+
+uint32_t Simulation::NewClient(size_t group, uint64_t index, bool open_loop) {
+  uint32_t c = NewSlot();
+  ClientState& cs = clients_[c];
+  cs.traced = false;
   cs.client = std::make_unique<Client>(w_, group, index, open_loop);
   cs.convo = workload::TokenConversation(fleet_.block_size);
   cs.last_server = SIZE_MAX;
@@ -212,6 +340,13 @@ void Simulation::StartClients() {
 
 void Simulation::ScheduleNext(uint32_t c, double t) {
   ClientState& cs = clients_[c];
+  if (cs.traced) {
+    // A trace's request is one turn: its slot is free; its session's next turn may follow.
+    cs.next.reset();
+    free_clients_.push_back(c);
+    if (!cs.trace_session.empty()) TraceSessionNext(cs.trace_session, t);
+    return;
+  }
   cs.next = cs.client->Next();
   if (cs.next && t + cs.next->delay_s < w_.duration_s) {
     Push(t + cs.next->delay_s, Kind::kTurn, c);
@@ -223,6 +358,15 @@ void Simulation::ScheduleNext(uint32_t c, double t) {
 
 void Simulation::OnTurn(uint32_t c, double t) {
   ClientState& cs = clients_[c];
+  if (cs.traced && !cs.next) {
+    // A session's turn that followed by delay: its request waits in the session's queue.
+    TraceSession& s = trace_sessions_[cs.trace_session];
+    workload::MooncakeRequest r = std::move(s.waiting.front());
+    s.waiting.pop_front();
+    free_clients_.push_back(c);
+    TraceArrive(std::move(r), t);
+    return;
+  }
   TurnPlan plan = std::move(*cs.next);
   cs.next.reset();
   if (plan.new_session) cs.convo.Clear();
@@ -254,7 +398,8 @@ bool Simulation::RouteTurn(uint32_t c, const TurnPlan& plan, double arrival, dou
   info_.pool = "plan";
   info_.stream = true;
   info_.prompt_tokens_estimate = static_cast<uint32_t>(std::min<uint64_t>(prompt_len, UINT32_MAX));
-  info_.max_tokens = static_cast<uint32_t>(cs.client->group().output_tokens.max);
+  info_.max_tokens =
+      cs.traced ? cs.max_tokens : static_cast<uint32_t>(cs.client->group().output_tokens.max);
   info_.session_key = plan.session_key;
   info_.prompt_block_hashes.assign(cs.convo.blocks().begin(), cs.convo.blocks().end());
   info_.block_size = fleet_.block_size;
@@ -305,12 +450,24 @@ bool Simulation::RouteTurn(uint32_t c, const TurnPlan& plan, double arrival, dou
   const uint32_t s = static_cast<uint32_t>(pick->server);
 
   ServerState& server = servers_[s];
-  if (!plan.new_session && plan.session_id == cs.last_session) {
-    ++session_turns_;
-    if (cs.last_server != s) ++session_moves_;
+  if (cs.traced) {
+    // A trace's turns each have a slot of their own: the session remembers where it was.
+    if (!plan.session_key.empty()) {
+      TraceSession& ts = trace_sessions_[plan.session_key];
+      if (ts.last_server != SIZE_MAX) {
+        ++session_turns_;
+        if (ts.last_server != s) ++session_moves_;
+      }
+      ts.last_server = s;
+    }
+  } else {
+    if (!plan.new_session && plan.session_id == cs.last_session) {
+      ++session_turns_;
+      if (cs.last_server != s) ++session_moves_;
+    }
+    cs.last_session = plan.session_id;
+    cs.last_server = s;
   }
-  cs.last_session = plan.session_id;
-  cs.last_server = s;
 
   uint32_t room = max_model_len_[s] - static_cast<uint32_t>(prompt_len);
   uint32_t out = std::min(plan.output_tokens, room);
@@ -342,7 +499,9 @@ bool Simulation::RouteTurn(uint32_t c, const TurnPlan& plan, double arrival, dou
       std::max(0.0, q.prompt_tokens - std::min<double>(q.prompt_tokens, pick->cached_tokens)));
   q.produced = 0;
   q.output_seed = plan.output_seed;
-  q.measured = InWindow(arrival);
+  // A trace's requests are all measured (a session's delayed turn may come after the last
+  // timestamped arrival, where the window ends).
+  q.measured = cs.traced || InWindow(arrival);
   q.output_tokens = out;
   q.info.session_key = plan.session_key;
   q.info.prompt_tokens_estimate = info_.prompt_tokens_estimate;
@@ -429,10 +588,18 @@ void Simulation::Complete(uint32_t slot, double t, bool ok) {
 
 PolicyReport Simulation::Run() {
   auto wall0 = Clock::now();
-  StartClients();
-  if (o_.scrape_interval_s > 0) Push(0, Kind::kScrape, 0);
-  Push(w_.warmup_s, Kind::kWindowStart, 0);
-  Push(w_.duration_s, Kind::kWindowEnd, 0);
+  if (trace_) {
+    // The window opens before the first request, so its prompt is counted too.
+    Push(w_.warmup_s, Kind::kWindowStart, 0);
+    Push(w_.duration_s, Kind::kWindowEnd, 0);
+    ReadTrace();
+    if (o_.scrape_interval_s > 0) Push(0, Kind::kScrape, 0);
+  } else {
+    StartClients();
+    if (o_.scrape_interval_s > 0) Push(0, Kind::kScrape, 0);
+    Push(w_.warmup_s, Kind::kWindowStart, 0);
+    Push(w_.duration_s, Kind::kWindowEnd, 0);
+  }
   const double stop = w_.duration_s + o_.drain_limit_s;
   double now = 0;
   while (!events_.empty()) {
@@ -476,6 +643,13 @@ PolicyReport Simulation::Run() {
       case Kind::kWindowEnd:
         for (ServerState& s : servers_) s.at_end = s.engine->stats();
         break;
+      case Kind::kTraceArrival: {
+        workload::MooncakeRequest r = std::move(*pending_);
+        pending_.reset();
+        TraceArrive(std::move(r), e.t);
+        ReadTrace();
+        break;
+      }
     }
   }
 
@@ -547,6 +721,66 @@ Result<PolicyReport> Simulate(const Fleet& fleet, const workload::WorkloadSpec& 
   Simulation sim(fleet, workload, options);
   IG_RETURN_IF_ERROR(sim.Init(policy, gateway));
   return sim.Run();
+}
+
+Result<TraceFacts> ScanTrace(const TraceReplay& trace) {
+  if (!(trace.speed > 0)) return Status::Error("--speed must be > 0");
+  IG_ASSIGN_OR_RETURN(auto reader, workload::MooncakeReader::Open(trace.path, trace.block_size));
+  TraceFacts f;
+  std::unordered_set<uint64_t> seen;  // every chain of hash ids sent so far: one infinite cache
+  double hit_tokens = 0, first_ms = -1, last_ms = -1;
+  while (true) {
+    IG_ASSIGN_OR_RETURN(auto next, reader->Next());
+    if (!next) break;
+    const workload::MooncakeRequest& r = *next;
+    if (r.timestamp_ms >= 0) {
+      if (r.timestamp_ms < trace.from_ms) continue;
+      if (trace.to_ms >= 0 && r.timestamp_ms >= trace.to_ms) break;
+      if (first_ms < 0) first_ms = r.timestamp_ms;
+      last_ms = std::max(last_ms, r.timestamp_ms);
+    }
+    ++f.requests;
+    f.prompt_tokens += r.input_length;
+    f.output_tokens += r.output_length;
+    uint64_t chain = 0x9e3779b97f4a7c15ull;
+    uint32_t left = r.input_length;
+    bool hitting = true;
+    for (uint64_t id : r.hash_ids) {
+      chain = Mix64(chain ^ (id + 0x632be59bd9b4e019ull));
+      uint32_t n = std::min(left, trace.block_size);
+      left -= n;
+      bool hit = !seen.insert(chain).second;
+      hitting = hitting && hit;
+      if (hitting) hit_tokens += n;
+    }
+  }
+  if (f.requests == 0) return Status::Error(trace.path + ": no requests in the selected range");
+  f.span_s = (last_ms - first_ms) / 1000 / trace.speed;
+  f.bound_hit_rate = f.prompt_tokens ? hit_tokens / double(f.prompt_tokens) : 0;
+  return f;
+}
+
+Result<PolicyReport> SimulateTrace(const Fleet& fleet, const TraceReplay& trace,
+                                   const TraceFacts& facts, const std::string& policy,
+                                   const SimOptions& options, const config::Gateway* gateway) {
+  workload::WorkloadSpec w;
+  w.name = trace.path;
+  w.warmup_s = 0;
+  // Every request is measured, and every token and cache hit counted: the window runs through
+  // the drain. Rates are over the trace's span (its requests' own pace).
+  w.duration_s = facts.span_s + options.drain_limit_s;
+  Simulation sim(fleet, w, options);
+  IG_RETURN_IF_ERROR(sim.Init(policy, gateway));
+  IG_RETURN_IF_ERROR(sim.UseTrace(trace));
+  PolicyReport r = sim.Run();
+  IG_RETURN_IF_ERROR(sim.trace_status());
+  r.window_s = std::max(facts.span_s, 1e-3);
+  r.output_tokens_per_min = r.output_tokens / r.window_s * 60;
+  double price = 0;
+  for (const Server& s : fleet.servers) price += s.capacity.price_per_hour;
+  r.cost_per_million_output =
+      r.output_tokens ? price * (r.window_s / 3600) / r.output_tokens * 1e6 : 0;
+  return r;
 }
 
 }  // namespace infergrid::plan

@@ -53,4 +53,31 @@ Result<PolicyReport> Simulate(const Fleet& fleet, const workload::WorkloadSpec& 
                               const std::string& policy, const SimOptions& options,
                               const config::Gateway* gateway);
 
+// A Mooncake-format trace (workload/mooncake.h) replayed instead of a workload's clients: each
+// request arrives at its timestamp (over `speed`; a turn with a session and a delay, that long
+// after its session's previous turn ended), with its synthesised prompt, asking for its
+// output_length; its session_id, if any, is its session key. Read from disk as it goes.
+struct TraceReplay {
+  std::string path;
+  uint32_t block_size = 512;  // tokens per hash id
+  double speed = 1;           // timestamps are divided by it
+  double from_ms = 0;         // only requests whose timestamp is in [from_ms, to_ms)...
+  double to_ms = -1;          // ...-1: to the end; kept requests are shifted to start at 0
+};
+
+// A trace's selection in one streaming pass: its size, and the prefix cache hit rate of one
+// infinite cache (token-weighted; a block hits only while every block before it hit): the
+// bound no router over finite caches beats.
+struct TraceFacts {
+  uint64_t requests = 0;
+  double span_s = 0;  // first to last arrival, after `speed`
+  uint64_t prompt_tokens = 0, output_tokens = 0;
+  double bound_hit_rate = 0;
+};
+Result<TraceFacts> ScanTrace(const TraceReplay& trace);
+
+Result<PolicyReport> SimulateTrace(const Fleet& fleet, const TraceReplay& trace,
+                                   const TraceFacts& facts, const std::string& policy,
+                                   const SimOptions& options, const config::Gateway* gateway);
+
 }  // namespace infergrid::plan

@@ -59,6 +59,23 @@ err=$("$BIN" plan --fleet "$WORK/fleet.yaml" --workload "$WORK/work.yaml" --poli
 set -e
 [[ $rc -eq 2 ]] && grep -q "unknown policy 'fastest'" <<<"$err" || { echo "FAIL: got '$err'"; exit 1; }
 
+# A Mooncake-format trace: every policy replays it, with the trace's bound beside them.
+for i in $(seq 0 39); do
+  printf '{"timestamp": %d, "input_length": 1500, "output_length": 30, "hash_ids": [1, 2, %d]}\n' \
+    $((i * 250)) $((100 + i))
+done > "$WORK/trace.jsonl"
+out=$("$BIN" plan --fleet "$WORK/fleet.yaml" --trace "$WORK/trace.jsonl" --policies round-robin,infergrid 2>/dev/null)
+grep -q "40 requests over 10 s" <<<"$out" || { echo "FAIL: trace summary: $out"; exit 1; }
+# 39 of 40 prompts find 1,024 of their 1,500 tokens in one infinite cache.
+grep -q "one infinite cache would hit 66.6% of prompt tokens" <<<"$out" || { echo "FAIL: bound: $out"; exit 1; }
+grep -q "^hit rate / the trace's bound (66.6%): round-robin" <<<"$out" || { echo "FAIL: no bound row: $out"; exit 1; }
+echo '{"timestamp": 99999, "input_length": 10}' >> "$WORK/trace.jsonl"
+set +e
+err=$("$BIN" plan --fleet "$WORK/fleet.yaml" --trace "$WORK/trace.jsonl" 2>&1); rc=$?
+set -e
+[[ $rc -eq 2 ]] && grep -q "trace.jsonl:41: output_length: missing" <<<"$err" ||
+  { echo "FAIL: bad trace line: rc $rc, '$err'"; exit 1; }
+
 # The shipped planner examples parse.
 for f in "$ROOT"/examples/plan/fleet-*.yaml; do
   "$BIN" plan --fleet "$f" --workload "$WORK/work.yaml" --policies round-robin --duration 11 \

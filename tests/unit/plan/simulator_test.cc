@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 
 #include "plan/policy.h"
@@ -114,6 +115,95 @@ TEST(Simulator, OpenLoopArrivalsFollowTheirRate) {
   PolicyReport r = Plan("round-robin", f, *w);
   EXPECT_NEAR(double(r.requests), 400, 60);  // Poisson: 2/s for 200 s
   EXPECT_LT(r.prefix_hit_rate, 0.05);        // nothing to reuse
+}
+
+// A small Mooncake trace: `n` requests a second apart, each of 4 blocks of 512 tokens, the
+// first `shared` blocks common to all.
+std::string WriteTrace(const std::string& name, int n, int shared, const std::string& extra = "") {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream f(path);
+  for (int i = 0; i < n; ++i) {
+    f << "{\"timestamp\": " << i * 1000 << ", \"input_length\": 2048, \"output_length\": 20, "
+      << "\"hash_ids\": [";
+    for (int b = 0; b < 4; ++b) f << (b ? ", " : "") << (b < shared ? b : 1000 * (i + 1) + b);
+    f << "]}\n";
+  }
+  f << extra;
+  return path;
+}
+
+TEST(SimulatorTrace, TheBoundIsOneInfiniteCachesHitRate) {
+  TraceReplay t;
+  t.path = WriteTrace("bound.jsonl", 10, 2);
+  auto facts = ScanTrace(t);
+  ASSERT_TRUE(facts.ok()) << facts.status().message();
+  EXPECT_EQ(facts->requests, 10u);
+  EXPECT_DOUBLE_EQ(facts->span_s, 9);
+  EXPECT_EQ(facts->prompt_tokens, 20480u);
+  EXPECT_EQ(facts->output_tokens, 200u);
+  // The first request misses everything; each later one hits its 2 shared blocks of 4.
+  EXPECT_DOUBLE_EQ(facts->bound_hit_rate, 9 * 1024.0 / 20480);
+  t.speed = 3;  // three times faster: a third of the span
+  EXPECT_DOUBLE_EQ(ScanTrace(t)->span_s, 3);
+  t.speed = 1;
+  t.from_ms = 2000;
+  t.to_ms = 5000;
+  auto part = ScanTrace(t);
+  EXPECT_EQ(part->requests, 3u);
+  EXPECT_DOUBLE_EQ(part->span_s, 2);
+}
+
+TEST(SimulatorTrace, ReplaysEveryRequestAndCacheAwareRoutingReachesTheSharing) {
+  TraceReplay t;
+  t.path = WriteTrace("replay.jsonl", 30, 3);
+  auto facts = ScanTrace(t);
+  ASSERT_TRUE(facts.ok());
+  Fleet f = SmallFleet();
+  auto rr = SimulateTrace(f, t, *facts, "round-robin", SimOptions{}, nullptr);
+  auto ig = SimulateTrace(f, t, *facts, "infergrid", SimOptions{}, nullptr);
+  ASSERT_TRUE(rr.ok() && ig.ok()) << rr.status().message() << ig.status().message();
+  EXPECT_EQ(rr->requests, 30u);
+  EXPECT_EQ(ig->requests, 30u);
+  EXPECT_EQ(ig->output_tokens, 30u * 20);
+  // One server holding the shared 1,536 tokens of every prompt: close to the bound.
+  EXPECT_GT(ig->prefix_hit_rate, 0.9 * facts->bound_hit_rate);
+  EXPECT_LE(ig->prefix_hit_rate, facts->bound_hit_rate + 1e-9);
+  EXPECT_LT(rr->prefix_hit_rate, ig->prefix_hit_rate);
+}
+
+TEST(SimulatorTrace, ASessionsDelayedTurnFollowsItsPreviousTurn) {
+  TraceReplay t;
+  // Request 0 opens session "s"; a turn of it follows 500 ms after it ends.
+  std::string extra =
+      R"({"session_id": "s", "delay": 500, "input_length": 2048, "output_length": 5,)"
+      R"( "hash_ids": [0, 1, 2, 3]})"
+      "\n";
+  std::string path = ::testing::TempDir() + "/session.jsonl";
+  {
+    std::ofstream f(path);
+    f << R"({"timestamp": 0, "session_id": "s", "input_length": 1024, "output_length": 5,)"
+      << R"( "hash_ids": [0, 1]})"
+      << "\n"
+      << extra;
+  }
+  t.path = path;
+  auto facts = ScanTrace(t);
+  ASSERT_TRUE(facts.ok()) << facts.status().message();
+  Fleet f = SmallFleet();
+  auto r = SimulateTrace(f, t, *facts, "infergrid", SimOptions{}, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->requests, 2u);
+  EXPECT_EQ(r->session_turns, 1u);  // the second turn continued the session...
+  EXPECT_EQ(r->session_moves, 0u);  // ...on the server that had its context
+}
+
+TEST(SimulatorTrace, ABadLineStopsTheReplayWithItsLineNumber) {
+  TraceReplay t;
+  t.path = WriteTrace("bad.jsonl", 3, 1, "{\"timestamp\": 9000, \"output_length\": 1}\n");
+  auto facts = ScanTrace(t);
+  ASSERT_FALSE(facts.ok());
+  EXPECT_NE(facts.status().message().find("bad.jsonl:4: input_length: missing"), std::string::npos)
+      << facts.status().message();
 }
 
 }  // namespace

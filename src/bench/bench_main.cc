@@ -34,7 +34,10 @@ namespace fs = std::filesystem;
 
 void AddBenchFlags(CLI::App* c, BenchFlags* f) {
   c->add_option("--workload", f->workload, "A Workload file (the planner's: clients and turns)");
-  c->add_option("--trace", f->trace, "A recorded trace to replay, open loop (docs/bench.md)");
+  c->add_option("--trace", f->trace,
+                "A trace to replay, open loop: the bench's own or Mooncake-format (docs/bench.md)");
+  c->add_option("--trace-block-size", f->trace_block_size,
+                "Tokens per hash id of a Mooncake-format trace (default 512)");
   c->add_option("--fleet", f->fleet,
                 "A Fleet file: the bench starts it as simulated servers (infergrid sim)");
   c->add_option("--endpoint", f->endpoints,
@@ -250,7 +253,7 @@ int RunBench(const BenchFlags& f) {
     warmup = workload->warmup_s;
     workload_name = workload->name;
   } else {
-    auto info = ScanTrace(f.trace);
+    auto info = ScanTrace(f.trace, f.trace_block_size);
     if (!info.ok()) return usage(info.status().message());
     if (duration <= 0) duration = info->last_t + 1e-6;
     if (warmup < 0) warmup = 0;
@@ -439,6 +442,7 @@ int RunBench(const BenchFlags& f) {
     o.request_timeout_s = f.request_timeout_s;
     o.workload = workload ? &*workload : nullptr;
     o.trace_path = f.trace;
+    o.trace_block_size = f.trace_block_size;
     if (gi == 0) o.record_path = f.record;
     o.fleet = &probe;
     o.interrupted = &g_interrupted;

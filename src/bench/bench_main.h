@@ -20,6 +20,7 @@ struct BenchFlags {
   std::string api = "chat";
   bool no_stream = false;
   bool connection_per_request = false;
+  uint32_t trace_block_size = 512;  // tokens per hash id of a Mooncake-format trace
   std::string out;
   std::string record;
   std::string from_json, html;

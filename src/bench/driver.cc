@@ -290,7 +290,7 @@ class Run {
   }
 
   awaitable<void> TraceFeeder() {
-    auto reader = TraceReader::Open(o_.trace_path);
+    auto reader = TraceReader::Open(o_.trace_path, o_.trace_block_size);
     if (!reader.ok()) {
       fail_status_ = reader.status();
       co_return;

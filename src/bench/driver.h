@@ -30,6 +30,7 @@ struct DriverOptions {
   // A new connection for every request (clients spread over replicas behind one port, as
   // many clients sharing a pool of connections would be); default: one keep-alive each.
   bool connection_per_request = false;
+  uint32_t trace_block_size = 512;  // a Mooncake-format trace's tokens per hash id
   double time_scale = 1;
   double duration_s = 0;  // fleet seconds; 0: the workload's (a trace: its last request)
   double warmup_s = 0;

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+
+#include "bench/text.h"
+#include "workload/mooncake.h"
 
 namespace infergrid::bench {
 
@@ -74,8 +78,11 @@ Result<TraceRequest> ParseTraceLine(std::string_view line) {
   return r;
 }
 
-Result<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path) {
+Result<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path,
+                                                       uint32_t block_size) {
+  if (block_size == 0) return Status::Error("the trace's block size must be > 0");
   std::unique_ptr<TraceReader> r(new TraceReader(path));
+  r->block_size_ = block_size;
   r->in_.open(path);
   if (!r->in_) return Status::Error(fmt::format("{}: cannot open", path));
   return r;
@@ -86,8 +93,41 @@ Result<std::optional<TraceRequest>> TraceReader::Next() {
   while (std::getline(in_, text)) {
     ++line_;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    auto r = ParseTraceLine(text);
-    if (!r.ok()) return Status::Error(fmt::format("{}:{}: {}", path_, line_, r.status().message()));
+    Result<TraceRequest> r = Status::Error("");
+    if (text.find("\"input_length\"") != std::string::npos) {
+      // A Mooncake-format line.
+      auto m = workload::ParseMooncakeLine(text, line_, path_, block_size_);
+      if (!m.ok()) return m.status();
+      if (m->timestamp_ms < 0) {
+        return Status::Error(fmt::format(
+            "{}:{}: timestamp: the bench replays Mooncake traces by timestamp; a turn given "
+            "only by its delay is replayed by `infergrid plan --trace`",
+            path_, line_));
+      }
+      if (mooncake_t0_ms_ < 0) mooncake_t0_ms_ = m->timestamp_ms;
+      TraceRequest q;
+      q.t = (m->timestamp_ms - mooncake_t0_ms_) / 1000;
+      q.session = m->session_id;
+      q.chat = false;
+      q.max_tokens = std::max(1u, m->output_length);
+      if (m->text_input) {
+        q.prompt = *m->text_input;
+      } else if (m->hash_ids.empty()) {
+        AppendSegmentText(workload::BlockSeed(~uint64_t{0} - m->line), m->input_length, &q.prompt);
+      } else {
+        uint32_t left = m->input_length;
+        for (uint64_t id : m->hash_ids) {
+          uint32_t n = std::min(left, block_size_);
+          AppendSegmentText(workload::BlockSeed(id), n, &q.prompt);
+          left -= n;
+        }
+      }
+      r = std::move(q);
+    } else {
+      r = ParseTraceLine(text);
+      if (!r.ok())
+        return Status::Error(fmt::format("{}:{}: {}", path_, line_, r.status().message()));
+    }
     if (r->t < last_t_) {
       return Status::Error(fmt::format("{}:{}: field 't': {} is before the previous line's {}",
                                        path_, line_, r->t, last_t_));
@@ -99,8 +139,8 @@ Result<std::optional<TraceRequest>> TraceReader::Next() {
   return std::optional<TraceRequest>();
 }
 
-Result<TraceInfo> ScanTrace(const std::string& path) {
-  auto reader = TraceReader::Open(path);
+Result<TraceInfo> ScanTrace(const std::string& path, uint32_t block_size) {
+  auto reader = TraceReader::Open(path, block_size);
   if (!reader.ok()) return reader.status();
   TraceInfo info;
   while (true) {

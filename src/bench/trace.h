@@ -9,7 +9,14 @@
 //
 // t: seconds from the start of the run (the fleet's time), non-decreasing; session: sent as
 // x-session-id (optional); exactly one of messages (a chat completion) and prompt (a
-// completion); max_tokens: at least 1. Pure.
+// completion); max_tokens: at least 1.
+//
+// The reader also takes Mooncake-format lines (workload/mooncake.h; told apart by their
+// `input_length`): each becomes a completion at its timestamp (from the first one's), whose
+// prompt is its text_input, else one word per token (text.h) with each hash id's block drawn
+// from the id alone, so the servers see the trace's exact sharing; max_tokens its
+// output_length; session its session_id. Turns given only by a delay are not replayed over
+// HTTP (the planner replays them). Pure.
 
 #include <cstdint>
 #include <fstream>
@@ -40,7 +47,9 @@ Result<TraceRequest> ParseTraceLine(std::string_view line);
 // "FILE:LINE: message"; blank lines are skipped.
 class TraceReader {
  public:
-  static Result<std::unique_ptr<TraceReader>> Open(const std::string& path);
+  // `block_size`: tokens per hash id of Mooncake-format lines.
+  static Result<std::unique_ptr<TraceReader>> Open(const std::string& path,
+                                                   uint32_t block_size = 512);
   // The next request, nullopt at the end, or an error.
   Result<std::optional<TraceRequest>> Next();
   size_t line() const { return line_; }
@@ -51,6 +60,8 @@ class TraceReader {
   std::ifstream in_;
   size_t line_ = 0;
   double last_t_ = 0;
+  uint32_t block_size_ = 512;
+  double mooncake_t0_ms_ = -1;  // the first Mooncake timestamp: time 0
 };
 
 // Reads the whole trace once, to report its first bad line before a run starts.
@@ -58,6 +69,6 @@ struct TraceInfo {
   size_t requests = 0;
   double last_t = 0;
 };
-Result<TraceInfo> ScanTrace(const std::string& path);
+Result<TraceInfo> ScanTrace(const std::string& path, uint32_t block_size = 512);
 
 }  // namespace infergrid::bench

@@ -3,8 +3,9 @@
 # starts nginx and HAProxy itself), a short coding-agent workload at time scale 4. Checks the
 # report (every run complete with zero failures, the fleet's hit rate behind infergrid above
 # round-robin's, the planner's prediction beside it), a recorded trace replayed through another
-# gateway, the report re-rendered from its JSON, bad input, and that every process the bench
-# started is gone after a Ctrl-C.
+# gateway, a Mooncake-format trace replayed over HTTP with its sharing intact, the report
+# re-rendered from its JSON, bad input, and that every process the bench started is gone after
+# a Ctrl-C.
 set -euo pipefail
 BIN=$1
 ROOT=$2
@@ -79,6 +80,24 @@ node -e '
     console.log("FAIL: replay sent " + r.sent + " of " + process.argv[2] + ", failed " + r.failed); process.exit(1);
   }
 ' "$WORK/replay/report.json" "$lines"
+
+# A Mooncake-format trace over HTTP: 24 requests of 1,500 tokens whose first two 512-token
+# blocks are shared, so the fleet's own counters show the sharing the trace says.
+for i in $(seq 0 23); do
+  printf '{"timestamp": %d, "input_length": 1500, "output_length": 20, "hash_ids": [7, 8, %d]}\n' \
+    $((5000 + i * 250)) $((100 + i))
+done > "$WORK/mooncake.jsonl"
+"$BIN" bench --fleet "$WORK/fleet.yaml" --trace "$WORK/mooncake.jsonl" --gateways infergrid \
+  --time-scale 4 --out "$WORK/mooncake" --no-predict --no-progress > "$WORK/mooncake.out" 2>&1 ||
+  { echo "FAIL: mooncake replay exited $?"; cat "$WORK/mooncake.out"; exit 1; }
+node -e '
+  const j = JSON.parse(require("fs").readFileSync(process.argv[1]));
+  const r = j.runs[0];
+  if (r.sent !== 24 || r.failed !== 0) { console.log("FAIL: mooncake sent " + r.sent + ", failed " + r.failed); process.exit(1); }
+  // A prompt after the first finds at most 1,024 of its 1,500 tokens cached: 68.3%.
+  const h = r.fleet.prefix_hit_rate;
+  if (!(h > 0.3 && h <= 0.684)) { console.log("FAIL: mooncake fleet hit rate " + h); process.exit(1); }
+' "$WORK/mooncake/report.json"
 
 # Completions instead of chat, plain JSON replies, a request count instead of a duration.
 "$BIN" bench --fleet "$WORK/fleet.yaml" --workload "$WORK/work.yaml" --gateways infergrid \

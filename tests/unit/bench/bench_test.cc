@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -294,6 +295,53 @@ TEST(BenchGateways, GeneratedConfigsBalanceAsNamed) {
       rr_profile |= p.name == "default" && p.picker.name == "round-robin";
     EXPECT_EQ(rr_profile, k == GatewayKind::kInfergridRoundRobin);
   }
+}
+
+TEST(BenchTrace, MooncakeLinesBecomeCompletionsWithTheTracesSharing) {
+  std::string path = ::testing::TempDir() + "/bench_mooncake.jsonl";
+  {
+    std::ofstream f(path);
+    f << R"({"timestamp": 1000, "input_length": 1024, "output_length": 7, "hash_ids": [1, 2]})"
+      << "\n"
+      << R"({"timestamp": 1500, "input_length": 600, "output_length": 0, "hash_ids": [1, 3],)"
+      << R"( "session_id": "s9"})"
+      << "\n"
+      << R"({"timestamp": 2000, "input_length": 3, "output_length": 2, "text_input": "as is"})"
+      << "\n";
+  }
+  auto reader = TraceReader::Open(path);
+  ASSERT_TRUE(reader.ok());
+  auto a = **(*reader)->Next(), b = **(*reader)->Next(), c = **(*reader)->Next();
+  auto words = [](const std::string& s) { return std::count(s.begin(), s.end(), ' '); };
+  EXPECT_EQ(a.t, 0);
+  EXPECT_EQ(b.t, 0.5);
+  EXPECT_FALSE(a.chat);
+  EXPECT_EQ(a.max_tokens, 7u);
+  EXPECT_EQ(b.max_tokens, 1u);  // at least one
+  EXPECT_EQ(b.session, "s9");
+  EXPECT_EQ(words(a.prompt), 1024);  // one word a token
+  EXPECT_EQ(words(b.prompt), 600);
+  // The shared first block is the same text; the second differs.
+  size_t block = 0;
+  for (int n = 0; n < 512; ++n) block = a.prompt.find(' ', block + 1);
+  EXPECT_EQ(a.prompt.substr(0, block), b.prompt.substr(0, block));
+  EXPECT_NE(a.prompt.substr(block, 40), b.prompt.substr(block, 40));
+  EXPECT_EQ(c.prompt, "as is");
+  auto end = (*reader)->Next();
+  ASSERT_TRUE(end.ok());
+  EXPECT_FALSE(end->has_value());
+  // A bad Mooncake line names its line and field, as the planner's reader does.
+  {
+    std::ofstream f(path, std::ios::app);
+    f << R"({"timestamp": 3000, "input_length": 10, "output_length": 1, "hash_ids": [1, 2]})"
+      << "\n";
+  }
+  auto info = ScanTrace(path);
+  ASSERT_FALSE(info.ok());
+  EXPECT_NE(info.status().message().find(":4: hash_ids: 2 ids for input_length 10"),
+            std::string::npos)
+      << info.status().message();
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -8,9 +8,10 @@
 # and the gateway's ratios to nginx.
 #
 # Usage: bench/proxy-overhead/run.sh [--duration 10] [--connections 32] [--workers 1] [--json FILE]
-#                                    [--scorer NAME]
+#                                    [--scorer NAME] [--record]
 # --scorer routes with a profile of that one scorer instead of the default profile (an A/B of
-# what the default's scoring costs per request).
+# what the default's scoring costs per request). --record writes the Mooncake-format trace of the
+# traffic (spec.recording), for what recording costs.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -20,6 +21,7 @@ CONNS=32
 WORKERS=1
 JSON_OUT="$ROOT/build/bench/proxy-overhead.json"
 SCORER=""
+RECORD=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --duration) DURATION=$2; shift 2 ;;
@@ -27,6 +29,7 @@ while [[ $# -gt 0 ]]; do
     --workers) WORKERS=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
     --scorer) SCORER=$2; shift 2 ;;
+    --record) RECORD=1; shift ;;
     *) echo "unknown option $1"; exit 2 ;;
   esac
 done
@@ -112,6 +115,7 @@ spec:
   workers: $WORKERS
   endpointMetrics: {enabled: false}
 $( [[ -n "$SCORER" ]] && printf '  schedulingProfiles:\n  - {name: default, scorers: [%s]}\n' "$SCORER" )
+$( [[ -n "$RECORD" ]] && printf '  recording: {enabled: true, path: %s/trace.jsonl}\n' "$WORK" )
   pools:
   - name: bench
     models: [bench-model]

@@ -582,6 +582,25 @@ Status ParseRetries(const Node& n, Retries* r) {
   return Status::Ok();
 }
 
+Status ParseRecording(const Node& n, Recording* r) {
+  IG_RETURN_IF_ERROR(n.ExpectMap());
+  IG_RETURN_IF_ERROR(n.CheckKeys({"enabled", "path", "maxFileBytes", "maxFiles", "blockSize"}));
+  IG_RETURN_IF_ERROR(OptionalBool(n, "enabled", &r->enabled));
+  if (n.Has("path")) {
+    IG_ASSIGN_OR_RETURN(r->path, n.Get("path").String());
+    if (r->path.empty()) return n.Get("path").Error("must not be empty");
+  }
+  IG_RETURN_IF_ERROR(
+      OptionalInt(n, "maxFileBytes", int64_t{1} << 16, int64_t{1} << 40, &r->max_file_bytes));
+  IG_RETURN_IF_ERROR(OptionalInt(n, "maxFiles", 1, 1000, &r->max_files));
+  IG_RETURN_IF_ERROR(OptionalInt(n, "blockSize", 16, 1 << 20, &r->block_size));
+  if (r->block_size % 16 != 0) {
+    return n.Get("blockSize").Error("must be a multiple of 16 (the gateway's prefix block)");
+  }
+  if (r->enabled && r->path.empty()) return n.Error("recording.enabled needs a path");
+  return Status::Ok();
+}
+
 Status ParseLifecycle(const Node& n, Lifecycle* l) {
   IG_RETURN_IF_ERROR(n.ExpectMap());
   IG_RETURN_IF_ERROR(n.CheckKeys({"shutdownTimeout", "drainTimeout", "configWatchInterval"}));
@@ -661,7 +680,7 @@ Status ParseSpec(const Node& spec, Gateway* g) {
   IG_RETURN_IF_ERROR(
       spec.CheckKeys({"listen", "workers", "timeouts", "limits", "upstream", "endpointMetrics",
                       "tenancy", "flowControl", "health", "retries", "lifecycle", "admin", "ha",
-                      "pools", "schedulingProfiles"}));
+                      "recording", "pools", "schedulingProfiles"}));
   if (spec.Has("listen")) {
     IG_ASSIGN_OR_RETURN(std::string listen, spec.Get("listen").String());
     auto hp = ParseHostPort(listen);
@@ -748,6 +767,9 @@ Status ParseSpec(const Node& spec, Gateway* g) {
   }
   if (spec.Has("health")) IG_RETURN_IF_ERROR(ParseHealth(spec.Get("health"), &g->health));
   if (spec.Has("retries")) IG_RETURN_IF_ERROR(ParseRetries(spec.Get("retries"), &g->retries));
+  if (spec.Has("recording")) {
+    IG_RETURN_IF_ERROR(ParseRecording(spec.Get("recording"), &g->recording));
+  }
   if (spec.Has("lifecycle")) {
     IG_RETURN_IF_ERROR(ParseLifecycle(spec.Get("lifecycle"), &g->lifecycle));
   }

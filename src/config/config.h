@@ -130,7 +130,7 @@ struct PriorityClass {
   std::string path;
 };
 
-struct TenantLimits {  // 0: no limit
+struct TenantLimits {                    // 0: no limit
   uint32_t max_concurrent_requests = 0;  // queued plus in flight
   uint32_t requests_per_minute = 0;
   uint64_t tokens_per_minute = 0;  // prompt plus output; estimated, corrected from usage
@@ -217,8 +217,8 @@ struct Retries {
 
 // Lifecycle of the process: SIGTERM and endpoint drains.
 struct Lifecycle {
-  Duration shutdown_timeout = std::chrono::seconds(30);  // in-flight streams get this long
-  Duration drain_timeout = std::chrono::seconds(300);    // removal waits this long for a drain
+  Duration shutdown_timeout = std::chrono::seconds(30);      // in-flight streams get this long
+  Duration drain_timeout = std::chrono::seconds(300);        // removal waits this long for a drain
   Duration config_watch_interval = std::chrono::seconds(2);  // 0: no watching of --config
 };
 
@@ -238,6 +238,17 @@ struct Ha {
   // Tenant limits across replicas: each replica enforces limit / (replicas it can reach + 1).
 };
 
+// Recording the traffic served as a Mooncake-format trace (docs/planner.md): arrival, token
+// counts from the servers' usage, the session key, and hash ids from the gateway's own prefix
+// block hashes (remapped to small integers; never the text). Rotated by size.
+struct Recording {
+  bool enabled = false;
+  std::string path;                        // required when enabled
+  uint64_t max_file_bytes = 100ull << 20;  // then the file moves to PATH.1 (PATH.1 to .2, ...)
+  uint32_t max_files = 5;                  // rotated files kept
+  uint32_t block_size = 512;               // tokens per hash id (a multiple of 16)
+};
+
 struct Gateway {
   std::string name = "infergrid";
   std::string listen_host = "0.0.0.0";
@@ -254,6 +265,7 @@ struct Gateway {
   Lifecycle lifecycle;
   Admin admin;
   Ha ha;
+  Recording recording;
   std::vector<Pool> pools;
   std::vector<SchedulingProfile> profiles;
   std::string source;  // the file it was read from, for error messages

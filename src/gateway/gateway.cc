@@ -47,6 +47,15 @@ Result<std::unique_ptr<Gateway>> Gateway::Create(config::Gateway cfg) {
   g->ReloadTenancy(g->cfg_);
   g->ApplySettings(g->cfg_);
   g->current_ = std::make_shared<const config::Gateway>(g->cfg_);
+  if (g->cfg_.recording.enabled) {
+    IG_ASSIGN_OR_RETURN(g->recorder_, TraceRecorder::Open(g->cfg_.recording));
+    TraceRecorder* rec = g->recorder_.get();
+    g->registry_.AddGaugeCallback(
+        "infergrid_recorded_requests",
+        "Requests written to the Mooncake-format trace (spec.recording) since start.", {}, [rec] {
+          return std::vector<metrics::GaugeSample>{{{}, static_cast<double>(rec->records())}};
+        });
+  }
 
   uint64_t seed = 0x9e3779b97f4a7c15ull;
   for (const auto& pool_cfg : g->cfg_.pools) {
@@ -321,6 +330,7 @@ void Gateway::Stop() {
   peers_.reset();
   scraper_.reset();
   control_io_.reset();
+  if (recorder_) recorder_->Flush();
 }
 
 awaitable<void> Gateway::RespondJson(Exchange& ex, int status, std::string body) {
@@ -845,6 +855,15 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
   if (code == 200) {
     auto ok = ep->ok.find(info.model);
     if (ok != ep->ok.end()) ok->second->Inc();
+    if (recorder_) {
+      uint32_t own = static_cast<uint32_t>(info.prompt_token_ids.size());
+      recorder_->Record(
+          start, info.prompt_block_hashes, own,
+          usage.prompt_tokens() > 0 ? static_cast<uint32_t>(usage.prompt_tokens()) : own,
+          usage.has_usage() ? static_cast<uint32_t>(usage.completion_tokens())
+                            : static_cast<uint32_t>(usage.stream_events()),
+          info.session_key);
+    }
   } else {
     metrics_.requests->With({info.pool, info.model, ep->url(), std::to_string(code)})->Inc();
   }

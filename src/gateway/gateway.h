@@ -19,6 +19,7 @@
 #include "gateway/health.h"
 #include "gateway/peer_mesh.h"
 #include "gateway/proxy.h"
+#include "gateway/recorder.h"
 #include "gateway/scraper.h"
 #include "gateway/tenancy.h"
 #include "http/server.h"
@@ -178,6 +179,7 @@ class Gateway {
   std::atomic<bool> shutting_down_{false};
   std::atomic<int64_t> first_peer_ns_{0};  // steady clock, when a peer first connected
   std::unique_ptr<PeerMesh> peers_;
+  std::unique_ptr<TraceRecorder> recorder_;  // spec.recording
 
   std::vector<std::unique_ptr<http::asio::io_context>> worker_ios_;
   http::UpstreamPoolOptions upstream_options_;

@@ -279,6 +279,12 @@ Status CheckReloadable(const config::Gateway& cur, const config::Gateway& next) 
       cur.ha.replica_id != next.ha.replica_id ||
       cur.ha.resolve_interval != next.ha.resolve_interval)
     return restart("spec.ha.listen, replicaId and resolveInterval");
+  if (cur.recording.enabled != next.recording.enabled ||
+      cur.recording.path != next.recording.path ||
+      cur.recording.max_file_bytes != next.recording.max_file_bytes ||
+      cur.recording.max_files != next.recording.max_files ||
+      cur.recording.block_size != next.recording.block_size)
+    return restart("spec.recording");
   if (cur.pools.size() != next.pools.size()) return restart("the set of spec.pools");
   for (size_t i = 0; i < cur.pools.size(); ++i) {
     if (Fingerprint(cur.pools[i]) != Fingerprint(next.pools[i]))

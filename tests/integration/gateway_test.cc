@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -12,6 +13,9 @@
 
 #include "fake_vllm.h"
 #include "http_client.h"
+#include "plan/fleet.h"
+#include "plan/simulator.h"
+#include "workload/mooncake.h"
 
 namespace infergrid::gateway {
 namespace {
@@ -62,9 +66,9 @@ class GatewayTest : public ::testing::Test {
 
   double Metric(const std::string& needle) {
     std::string text = gw_->registry().Render();
-    size_t pos = text.find(needle + " ");
+    size_t pos = text.find("\n" + needle + " ");  // a sample's line, not its HELP text
     if (pos == std::string::npos) return 0;
-    return std::stod(text.substr(pos + needle.size() + 1));
+    return std::stod(text.substr(pos + needle.size() + 2));
   }
 
   uint64_t TotalRequestsAtFakes() {
@@ -711,6 +715,85 @@ TEST_F(GatewayTest, MetricsCountRequestsByPoolModelEndpointAndStatus) {
       Metric("infergrid_time_to_first_byte_seconds_count{pool=\"main\",model=\"test-model\"}"), 2);
   EXPECT_EQ(Metric("infergrid_request_duration_seconds_count{pool=\"main\",model=\"test-model\"}"),
             2);
+}
+
+TEST_F(GatewayTest, RecordsItsTrafficAsAMooncakeTraceThatThePlannerReplays) {
+  std::string path = ::testing::TempDir() + "/recorded_trace.jsonl";
+  std::remove(path.c_str());
+  Start(1, "  recording:\n    enabled: true\n    path: " + path + "\n    blockSize: 64\n");
+  // Two groups of requests, each behind its own long system prompt.
+  auto words = [](const std::string& w, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += w + std::to_string(i % 97) + " ";
+    return out;
+  };
+  const std::string sys[2] = {words("alpha", 400), words("beta", 400)};
+  uint64_t prompt_total = 0, output_total = 0;
+  for (int i = 0; i < 8; ++i) {
+    json body = {{"model", "test-model"},
+                 {"max_tokens", 3 + i % 2},
+                 {"messages",
+                  {{{"role", "system"}, {"content", sys[i % 2]}},
+                   {{"role", "user"}, {"content", "question " + std::to_string(i)}}}}};
+    auto r = PostJson(port_, "/v1/chat/completions", body.dump(),
+                      {{"x-session-id", i % 2 ? "agent-b" : "agent-a"}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    json j = ParseBody(r);
+    prompt_total += j["usage"]["prompt_tokens"].get<uint64_t>();
+    output_total += j["usage"]["completion_tokens"].get<uint64_t>();
+  }
+  ASSERT_TRUE(WaitFor([&] { return Metric("infergrid_recorded_requests") == 8; }));
+  gw_->Stop();  // flushes
+
+  // The trace as a Mooncake reader sees it: what the server reported, the sessions, and the
+  // sharing (each group's requests begin with the same ids; the groups share none).
+  auto reader = workload::MooncakeReader::Open(path, 64);
+  ASSERT_TRUE(reader.ok());
+  std::vector<workload::MooncakeRequest> got;
+  while (true) {
+    auto n = (*reader)->Next();
+    ASSERT_TRUE(n.ok()) << n.status().message();
+    if (!n->has_value()) break;
+    got.push_back(std::move(**n));
+  }
+  ASSERT_EQ(got.size(), 8u);
+  uint64_t prompts = 0, outputs = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    prompts += got[i].input_length;
+    outputs += got[i].output_length;
+    EXPECT_EQ(got[i].session_id, i % 2 ? "agent-b" : "agent-a");
+    ASSERT_GE(got[i].hash_ids.size(), 5u);
+    for (size_t k = 0; k < 5; ++k) EXPECT_EQ(got[i].hash_ids[k], got[i % 2].hash_ids[k]);
+  }
+  EXPECT_EQ(prompts, prompt_total);
+  EXPECT_EQ(outputs, output_total);
+  EXPECT_NE(got[0].hash_ids[0], got[1].hash_ids[0]);
+  EXPECT_EQ(
+      std::string(std::istreambuf_iterator<char>(std::ifstream(path).rdbuf()), {}).find("alpha"),
+      std::string::npos);  // never the text
+
+  // The planner replays it: the same requests and tokens, and the sharing shows as its bound.
+  plan::TraceReplay t;
+  t.path = path;
+  t.block_size = 64;
+  auto facts = plan::ScanTrace(t);
+  ASSERT_TRUE(facts.ok()) << facts.status().message();
+  EXPECT_EQ(facts->requests, 8u);
+  EXPECT_EQ(facts->prompt_tokens, prompt_total);
+  EXPECT_EQ(facts->output_tokens, output_total);
+  EXPECT_GT(facts->bound_hit_rate, 0.3);
+  auto fleet_spec = plan::ParseFleet(
+      "apiVersion: infergrid.dev/v1\nkind: Fleet\nspec:\n  servers:\n"
+      "  - {name: s, count: 2, accelerator: h100, model: llama-3.1-8b}\n",
+      "f.yaml");
+  ASSERT_TRUE(fleet_spec.ok());
+  auto fleet = plan::BuildFleet(*fleet_spec);
+  ASSERT_TRUE(fleet.ok());
+  auto replay = plan::SimulateTrace(*fleet, t, *facts, "infergrid", plan::SimOptions{}, nullptr);
+  ASSERT_TRUE(replay.ok()) << replay.status().message();
+  EXPECT_EQ(replay->requests, 8u);
+  EXPECT_EQ(replay->output_tokens, output_total);
+  std::remove(path.c_str());
 }
 
 }  // namespace

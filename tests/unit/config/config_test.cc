@@ -852,5 +852,32 @@ TEST(ConfigOperations, HaErrors) {
               HasSubstr("bad.yaml:5:12: spec.ha.peers: expected a list"));
 }
 
+TEST(ConfigRecording, ParsesAndValidates) {
+  auto g = ParseGateway(
+      "apiVersion: infergrid.dev/v1\nkind: Gateway\nspec:\n"
+      "  recording: {enabled: true, path: /tmp/t.jsonl, maxFileBytes: 1048576, maxFiles: 3, "
+      "blockSize: 64}\n  pools:\n  - name: p\n    models: [m]\n    endpoints: [http://a:1]\n",
+      "r.yaml");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_TRUE(g->recording.enabled);
+  EXPECT_EQ(g->recording.path, "/tmp/t.jsonl");
+  EXPECT_EQ(g->recording.max_file_bytes, 1048576u);
+  EXPECT_EQ(g->recording.max_files, 3u);
+  EXPECT_EQ(g->recording.block_size, 64u);
+  auto bad = [](const std::string& rec) {
+    auto r =
+        ParseGateway("apiVersion: infergrid.dev/v1\nkind: Gateway\nspec:\n  recording: " + rec +
+                         "\n  pools:\n  - name: p\n    models: [m]\n    endpoints: "
+                         "[http://a:1]\n",
+                     "r.yaml");
+    return r.ok() ? std::string("ok") : r.status().message();
+  };
+  EXPECT_THAT(bad("{enabled: true}"), HasSubstr("recording.enabled needs a path"));
+  EXPECT_THAT(bad("{path: x, blockSize: 100}"),
+              HasSubstr("spec.recording.blockSize: must be a multiple of 16"));
+  EXPECT_THAT(bad("{path: x, maxFiles: 0}"), HasSubstr("spec.recording.maxFiles"));
+  EXPECT_THAT(bad("{path: x, rotate: daily}"), HasSubstr("rotate"));
+}
+
 }  // namespace
 }  // namespace infergrid::config

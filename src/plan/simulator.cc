@@ -16,6 +16,7 @@
 #include "plan/stats.h"
 #include "scheduling/flow_control/saturation.h"
 #include "workload/conversation.h"
+#include "tokenizer/tokenizer.h"
 #include "workload/mooncake.h"
 
 namespace infergrid::plan {
@@ -281,7 +282,12 @@ void Simulation::TraceArrive(workload::MooncakeRequest r, double t) {
   cs.trace_session = r.session_id;
   cs.convo = workload::TokenConversation(fleet_.block_size);
   scratch_tokens_.clear();
-  workload::SynthesizePromptTokens(r, trace_->block_size, &scratch_tokens_);
+  if (r.text_input) {
+    // The prompt itself: tokenized as the simulated servers would (a completion's prompt).
+    scratch_tokens_ = tokenizer::Tokenize(*r.text_input, /*add_special_tokens=*/true);
+  } else {
+    workload::SynthesizePromptTokens(r, trace_->block_size, &scratch_tokens_);
+  }
   cs.convo.Append(scratch_tokens_);
   TurnPlan plan;
   plan.output_tokens = std::max(1u, r.output_length);

@@ -206,5 +206,27 @@ TEST(SimulatorTrace, ABadLineStopsTheReplayWithItsLineNumber) {
       << facts.status().message();
 }
 
+TEST(SimulatorTrace, ATextInputIsThePromptItself) {
+  std::string text;
+  for (int i = 0; i < 1500; ++i) text += " word" + std::to_string(i % 50);
+  std::string path = ::testing::TempDir() + "/text_input.jsonl";
+  {
+    std::ofstream f(path);
+    for (int i = 0; i < 2; ++i) {
+      f << "{\"timestamp\": " << i * 1000
+        << R"(, "input_length": 1500, "output_length": 4, "text_input": ")" << text << "\"}\n";
+    }
+  }
+  TraceReplay t;
+  t.path = path;
+  auto facts = ScanTrace(t);
+  ASSERT_TRUE(facts.ok()) << facts.status().message();
+  auto r = SimulateTrace(SmallFleet(1), t, *facts, "infergrid", SimOptions{}, nullptr);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->requests, 2u);
+  // The same text twice: the second finds the first's blocks cached.
+  EXPECT_GT(r->prefix_hit_rate, 0.4);
+}
+
 }  // namespace
 }  // namespace infergrid::plan

@@ -535,6 +535,17 @@ awaitable<void> Gateway::Handle(Exchange& ex) {
 
 awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
                                          std::chrono::steady_clock::time_point start) {
+  // With recording on, every request is in the recorder from its arrival to its end, so the
+  // trace comes out in arrival order; one that is not served is abandoned on any path.
+  struct Recorded {
+    TraceRecorder* r;
+    std::chrono::steady_clock::time_point arrival;
+    bool done = false;
+    ~Recorded() {
+      if (r && !done) r->Abandon(arrival);
+    }
+  } recorded{recorder_.get(), start};
+  if (recorder_) recorder_->Begin(start);
   std::string_view session = ex.request()["x-session-id"];
   auto parsed = ParseInferenceRequest(api, ex.request().body(), session);
   if (auto* err = std::get_if<ApiError>(&parsed)) {
@@ -857,8 +868,9 @@ awaitable<void> Gateway::HandleInference(Exchange& ex, ApiKind api,
     if (ok != ep->ok.end()) ok->second->Inc();
     if (recorder_) {
       uint32_t own = static_cast<uint32_t>(info.prompt_token_ids.size());
+      recorded.done = true;
       recorder_->Record(
-          start, info.prompt_block_hashes, own,
+          start, info.prompt_block_hashes, info.prompt_token_ids,
           usage.prompt_tokens() > 0 ? static_cast<uint32_t>(usage.prompt_tokens()) : own,
           usage.has_usage() ? static_cast<uint32_t>(usage.completion_tokens())
                             : static_cast<uint32_t>(usage.stream_events()),

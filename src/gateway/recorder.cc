@@ -18,10 +18,40 @@ constexpr size_t kMaxIds = 20'000'000;
 Result<std::unique_ptr<TraceRecorder>> TraceRecorder::Open(const config::Recording& cfg) {
   std::unique_ptr<TraceRecorder> r(new TraceRecorder(cfg));
   IG_RETURN_IF_ERROR(r->OpenFile());
+  if (r->bytes_ > 0) r->Rotate();  // another run's ids and times: not continued
   return r;
 }
 
-TraceRecorder::~TraceRecorder() { Flush(); }
+void TraceRecorder::Begin(Time arrival) {
+  std::lock_guard lock(mu_);
+  in_gateway_.insert(arrival);
+}
+
+void TraceRecorder::Abandon(Time arrival) {
+  std::lock_guard lock(mu_);
+  EndLocked(arrival);
+  WriteReadyLocked();
+}
+
+void TraceRecorder::EndLocked(Time arrival) {
+  auto it = in_gateway_.find(arrival);
+  if (it != in_gateway_.end()) in_gateway_.erase(it);
+}
+
+void TraceRecorder::WriteReadyLocked() {
+  // A held line goes out once nothing that arrived before it is still in the gateway.
+  while (!held_.empty() && (in_gateway_.empty() || held_.top().arrival <= *in_gateway_.begin())) {
+    WriteLocked(held_.top().line);
+    held_.pop();
+  }
+}
+
+void TraceRecorder::WriteLocked(const std::string& line) {
+  if (bytes_ > 0 && bytes_ + line.size() > cfg_.max_file_bytes) Rotate();
+  out_ << line;
+  bytes_ += line.size();
+  if (++records_ % 64 == 0) out_.flush();
+}
 
 Status TraceRecorder::OpenFile() {
   out_.open(cfg_.path, std::ios::out | std::ios::app);
@@ -49,10 +79,10 @@ uint32_t TraceRecorder::IdOf(uint64_t key) {
   return it->second;
 }
 
-void TraceRecorder::Record(std::chrono::steady_clock::time_point arrival,
-                           std::span<const BlockHash> blocks16, uint32_t own_tokens,
-                           uint32_t prompt_tokens, uint32_t output_tokens,
-                           const std::string& session) {
+void TraceRecorder::Record(Time arrival, std::span<const BlockHash> blocks16,
+                           std::span<const uint32_t> own, uint32_t prompt_tokens,
+                           uint32_t output_tokens, const std::string& session) {
+  const uint32_t own_tokens = static_cast<uint32_t>(own.size());
   const uint32_t block = cfg_.block_size;
   const uint32_t stride = block / 16;
   const uint32_t tokens = prompt_tokens > 0 ? prompt_tokens : own_tokens;
@@ -69,11 +99,14 @@ void TraceRecorder::Record(std::chrono::steady_clock::time_point arrival,
     if (end16 <= blocks16.size()) {
       key = blocks16[end16 - 1];  // a full block: the chain up to its end
     } else if (size_t{j} * block < own_tokens) {
-      // The gateway's last, partial block: the chain to its last full 16 tokens, and its length.
-      uint64_t chain = blocks16.empty() ? 0 : blocks16[std::min(blocks16.size(), end16) - 1];
-      key = Mix64(chain ^ Mix64(0x7061727469616cull + (own_tokens - j * block)));
+      // The gateway's last, partial block: the chain to its last full 16 tokens, then the
+      // tokens after them, so different tails are different blocks.
+      size_t full = std::min(blocks16.size(), end16);
+      uint64_t key_acc = full == 0 ? 0x7061727469616cull : blocks16[full - 1];
+      for (size_t k = full * 16; k < own.size(); ++k) key_acc = Mix64(key_acc ^ (own[k] + 1));
+      key = Mix64(key_acc ^ (uint64_t{own_tokens} - size_t{j} * block));
     } else {
-      key = Mix64(0x657874726100ull ^ (records_ << 20) ^ j);  // beyond what it tokenized
+      key = Mix64(0x657874726100ull ^ (++seq_ << 20) ^ j);  // beyond what it tokenized
     }
     fmt::format_to(std::back_inserter(line_), "{}{}", j ? ", " : "", IdOf(key));
   }
@@ -89,7 +122,7 @@ void TraceRecorder::Record(std::chrono::steady_clock::time_point arrival,
       } else if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x80) {
         // Control bytes, and any byte outside ASCII (so the line is valid UTF-8 whatever the
         // client sent): the same key always becomes the same string.
-        fmt::format_to(std::back_inserter(line_), "\\u{:04x}", static_cast<int>(c));
+        fmt::format_to(std::back_inserter(line_), "\\u{:04x}", static_cast<unsigned char>(c));
       } else {
         line_ += c;
       }
@@ -97,10 +130,9 @@ void TraceRecorder::Record(std::chrono::steady_clock::time_point arrival,
     line_ += '"';
   }
   line_ += "}\n";
-  if (bytes_ > 0 && bytes_ + line_.size() > cfg_.max_file_bytes) Rotate();
-  out_ << line_;
-  bytes_ += line_.size();
-  if (++records_ % 64 == 0) out_.flush();
+  EndLocked(arrival);
+  held_.push(Held{arrival, ++seq_, line_});
+  WriteReadyLocked();
 }
 
 uint64_t TraceRecorder::records() const {
@@ -110,6 +142,16 @@ uint64_t TraceRecorder::records() const {
 
 void TraceRecorder::Flush() {
   std::lock_guard lock(mu_);
+  out_.flush();
+}
+
+TraceRecorder::~TraceRecorder() {
+  std::lock_guard lock(mu_);
+  // Whatever waited on requests that never ended (the gateway stopped): in order, now.
+  while (!held_.empty()) {
+    WriteLocked(held_.top().line);
+    held_.pop();
+  }
   out_.flush();
 }
 

@@ -11,15 +11,22 @@
 // its length. When the server counts more prompt tokens than the gateway's tokenizer did (a
 // different tokenizer), the blocks beyond get ids of their own; when fewer, the list is cut.
 //
+// Lines are written in arrival order, as the format wants: a request registers at its arrival
+// (Begin) and its line waits until no request that arrived before it is still in the gateway
+// (each ends with Record or Abandon), so memory holds the requests in flight only.
+//
 // Rotated by size: past maxFileBytes, PATH becomes PATH.1 (PATH.1 becomes PATH.2, and so on up
-// to maxFiles), and a new PATH starts. Lines are buffered and flushed every 64 records and when
-// the recorder closes. Thread-safe: one mutex around the formatting and the write.
+// to maxFiles), and a new PATH starts; a PATH that exists at start is rotated first (its ids and
+// times were another run's). Lines are buffered and flushed every 64 records and when the
+// recorder closes. Thread-safe: one mutex around the formatting and the write.
 
 #include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <queue>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -35,11 +42,15 @@ class TraceRecorder {
   static Result<std::unique_ptr<TraceRecorder>> Open(const config::Recording& cfg);
   ~TraceRecorder();
 
-  // A request served. `blocks16`: its prompt's chained 16-token block hashes as the gateway
-  // computed them; `own_tokens`: its prompt's length in the gateway's tokens.
-  void Record(std::chrono::steady_clock::time_point arrival, std::span<const BlockHash> blocks16,
-              uint32_t own_tokens, uint32_t prompt_tokens, uint32_t output_tokens,
-              const std::string& session);
+  using Time = std::chrono::steady_clock::time_point;
+  // A request arrived; it must end with Record or Abandon (same `arrival`).
+  void Begin(Time arrival);
+  // It was served. `blocks16`: its prompt's chained 16-token block hashes as the gateway
+  // computed them; `tokens`: its prompt in the gateway's tokens.
+  void Record(Time arrival, std::span<const BlockHash> blocks16, std::span<const uint32_t> tokens,
+              uint32_t prompt_tokens, uint32_t output_tokens, const std::string& session);
+  // It was not served (refused, failed, or its client left): nothing is written for it.
+  void Abandon(Time arrival);
   uint64_t records() const;
   void Flush();
 
@@ -48,6 +59,9 @@ class TraceRecorder {
   Status OpenFile();
   void Rotate();
   uint32_t IdOf(uint64_t key);
+  void EndLocked(Time arrival);
+  void WriteReadyLocked();
+  void WriteLocked(const std::string& line);
 
   config::Recording cfg_;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
@@ -57,7 +71,18 @@ class TraceRecorder {
   uint64_t records_ = 0;
   std::unordered_map<uint64_t, uint32_t> ids_;
   uint32_t next_id_ = 0;
-  std::string line_;  // reused
+  std::string line_;                // reused
+  std::multiset<Time> in_gateway_;  // arrivals of requests not yet ended
+  struct Held {
+    Time arrival;
+    uint64_t seq;
+    std::string line;
+    bool operator>(const Held& o) const {
+      return arrival != o.arrival ? arrival > o.arrival : seq > o.seq;
+    }
+  };
+  std::priority_queue<Held, std::vector<Held>, std::greater<>> held_;  // ended, not yet written
+  uint64_t seq_ = 0;
 };
 
 }  // namespace infergrid::gateway

@@ -1,5 +1,7 @@
 #include "plan/simulator.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,8 +17,8 @@
 #include "plan/policy.h"
 #include "plan/stats.h"
 #include "scheduling/flow_control/saturation.h"
-#include "workload/conversation.h"
 #include "tokenizer/tokenizer.h"
+#include "workload/conversation.h"
 #include "workload/mooncake.h"
 
 namespace infergrid::plan {
@@ -181,10 +183,15 @@ class Simulation {
   double trace_last_at_ = 0;
   struct TraceSession {
     std::deque<workload::MooncakeRequest> waiting;  // turns that follow by delay
-    bool active = false;                            // a turn is in flight
+    uint32_t in_flight = 0;                         // its turns sent and not finished
+    bool scheduled = false;                         // the next waiting turn has its event
     double ended = -1;                              // when its last turn ended
     size_t last_server = SIZE_MAX;                  // where its last turn went
   };
+  // Schedules the session's next waiting turn if none of its turns is in flight: `delay`
+  // after its last turn ended (or after `base` if none has), never before `now`.
+  void ScheduleSessionTurn(const std::string& session, TraceSession& s, double base, double now);
+  double now_ = 0;  // the event loop's time
   std::unordered_map<std::string, TraceSession> trace_sessions_;
   Status trace_status_;
 
@@ -244,22 +251,10 @@ void Simulation::ReadTrace() {
     if (!next->has_value()) return;
     workload::MooncakeRequest r = std::move(**next);
     if (r.timestamp_ms < 0) {  // follows its session's previous turn by `delay`
-      TraceSession& s = trace_sessions_[r.session_id];
-      if (!s.active && s.waiting.empty()) {
-        // Its predecessor already ended (or it has none read yet): it arrives `delay` after
-        // that end (or after the last timestamped arrival).
-        double at = (s.ended >= 0 ? s.ended : trace_last_at_) + r.delay_ms / 1000 / trace_->speed;
-        s.waiting.push_back(std::move(r));
-        s.active = true;
-        uint32_t c = NewSlot();
-        clients_[c].traced = true;
-        clients_[c].trace_session = s.waiting.front().session_id;
-        Push(at, Kind::kTurn, c);
-        // The turn itself is taken from the session's queue when it fires (OnTurn).
-        clients_[c].next.reset();
-      } else {
-        s.waiting.push_back(std::move(r));
-      }
+      std::string session = r.session_id;
+      TraceSession& s = trace_sessions_[session];
+      s.waiting.push_back(std::move(r));
+      ScheduleSessionTurn(session, s, trace_last_at_, now_);
       continue;
     }
     if (r.timestamp_ms < trace_->from_ms) continue;
@@ -294,24 +289,30 @@ void Simulation::TraceArrive(workload::MooncakeRequest r, double t) {
   plan.output_seed = workload::BlockSeed(r.line) ^ 0x5eedull;
   plan.session_key = r.session_id;
   plan.session_id = r.session_id.empty() ? 0 : std::hash<std::string>{}(r.session_id);
-  if (!r.session_id.empty()) trace_sessions_[r.session_id].active = true;
+  if (!r.session_id.empty()) ++trace_sessions_[r.session_id].in_flight;
   cs.next = std::move(plan);
   OnTurn(c, t);
+}
+
+void Simulation::ScheduleSessionTurn(const std::string& session, TraceSession& s, double base,
+                                     double now) {
+  if (s.in_flight > 0 || s.scheduled || s.waiting.empty()) return;
+  double at = (s.ended >= 0 ? s.ended : base) + s.waiting.front().delay_ms / 1000 / trace_->speed;
+  s.scheduled = true;
+  uint32_t c = NewSlot();
+  clients_[c].traced = true;
+  clients_[c].trace_session = session;
+  clients_[c].next.reset();  // OnTurn takes the turn from the session's queue
+  Push(std::max(at, now), Kind::kTurn, c);
 }
 
 void Simulation::TraceSessionNext(const std::string& session, double t) {
   auto it = trace_sessions_.find(session);
   if (it == trace_sessions_.end()) return;
   TraceSession& s = it->second;
-  s.active = false;
+  if (s.in_flight > 0) --s.in_flight;
   s.ended = t;
-  if (s.waiting.empty()) return;
-  s.active = true;
-  uint32_t c = NewSlot();
-  clients_[c].traced = true;
-  clients_[c].trace_session = session;
-  clients_[c].next.reset();
-  Push(t + s.waiting.front().delay_ms / 1000 / trace_->speed, Kind::kTurn, c);
+  ScheduleSessionTurn(session, s, t, t);
 }
 
 uint32_t Simulation::NewClient(size_t group, uint64_t index, bool open_loop) {
@@ -367,9 +368,11 @@ void Simulation::OnTurn(uint32_t c, double t) {
   if (cs.traced && !cs.next) {
     // A session's turn that followed by delay: its request waits in the session's queue.
     TraceSession& s = trace_sessions_[cs.trace_session];
+    s.scheduled = false;
+    free_clients_.push_back(c);
+    if (s.waiting.empty()) return;
     workload::MooncakeRequest r = std::move(s.waiting.front());
     s.waiting.pop_front();
-    free_clients_.push_back(c);
     TraceArrive(std::move(r), t);
     return;
   }
@@ -613,6 +616,7 @@ PolicyReport Simulation::Run() {
     if (e.t > stop) break;
     events_.pop();
     now = e.t;
+    now_ = e.t;
     switch (e.kind) {
       case Kind::kStepEnd:
         OnStepEnd(e.id, e.t);
@@ -669,6 +673,8 @@ PolicyReport Simulation::Run() {
     ++r.unfinished;
     if (reqs_[i].first < 0) ttft_.push_back(now - reqs_[i].arrival);
   }
+  // A trace's session turns still waiting for their delay when the run stopped.
+  for (const auto& [name, s] : trace_sessions_) r.unfinished += s.waiting.size();
   for (uint32_t c : held_) {  // still waiting in the gateway
     if (!InWindow(clients_[c].held_since)) continue;
     ++r.unfinished;
@@ -734,12 +740,18 @@ Result<TraceFacts> ScanTrace(const TraceReplay& trace) {
   IG_ASSIGN_OR_RETURN(auto reader, workload::MooncakeReader::Open(trace.path, trace.block_size));
   TraceFacts f;
   std::unordered_set<uint64_t> seen;  // every chain of hash ids sent so far: one infinite cache
-  double hit_tokens = 0, first_ms = -1, last_ms = -1;
+  double hit_tokens = 0, first_ms = -1, last_ms = -1, prev_ms = -1;
   while (true) {
     IG_ASSIGN_OR_RETURN(auto next, reader->Next());
     if (!next) break;
     const workload::MooncakeRequest& r = *next;
     if (r.timestamp_ms >= 0) {
+      if (r.timestamp_ms < prev_ms) {
+        return Status::Error(fmt::format(
+            "{}:{}: timestamp: {} is before the previous line's {} (a trace is in arrival order)",
+            trace.path, r.line, r.timestamp_ms, prev_ms));
+      }
+      prev_ms = r.timestamp_ms;
       if (r.timestamp_ms < trace.from_ms) continue;
       if (trace.to_ms >= 0 && r.timestamp_ms >= trace.to_ms) break;
       if (first_ms < 0) first_ms = r.timestamp_ms;
@@ -761,6 +773,11 @@ Result<TraceFacts> ScanTrace(const TraceReplay& trace) {
     }
   }
   if (f.requests == 0) return Status::Error(trace.path + ": no requests in the selected range");
+  if (first_ms < 0) {
+    return Status::Error(trace.path +
+                         ": no line has a timestamp (a session's first turn needs one; later turns "
+                         "may give a delay instead)");
+  }
   f.span_s = (last_ms - first_ms) / 1000 / trace.speed;
   f.bound_hit_rate = f.prompt_tokens ? hit_tokens / double(f.prompt_tokens) : 0;
   return f;

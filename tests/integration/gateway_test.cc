@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <future>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -793,6 +794,43 @@ TEST_F(GatewayTest, RecordsItsTrafficAsAMooncakeTraceThatThePlannerReplays) {
   ASSERT_TRUE(replay.ok()) << replay.status().message();
   EXPECT_EQ(replay->requests, 8u);
   EXPECT_EQ(replay->output_tokens, output_total);
+  std::remove(path.c_str());
+}
+
+TEST_F(GatewayTest, TheRecordedTraceIsInArrivalOrderWhateverOrderRequestsEnd) {
+  std::string path = ::testing::TempDir() + "/recorded_order.jsonl";
+  std::remove(path.c_str());
+  Start(1, "  recording:\n    enabled: true\n    path: " + path + "\n");
+  // The first to arrive is the last to end; one more is refused (unknown model: not recorded).
+  std::vector<std::future<int>> done;
+  for (int i = 0; i < 4; ++i) {
+    std::map<std::string, std::string> h;
+    if (i == 0) h["x-fake-delay-ms"] = "400";
+    done.push_back(std::async(std::launch::async, [this, h] {
+      return PostJson(port_, "/v1/chat/completions", kChat, h).status;
+    }));
+    if (i == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // arrives first
+  }
+  EXPECT_EQ(PostJson(port_, "/v1/chat/completions",
+                     R"({"model":"nope","messages":[{"role":"user","content":"x"}]})")
+                .status,
+            404);
+  for (auto& d : done) EXPECT_EQ(d.get(), 200);
+  ASSERT_TRUE(WaitFor([&] { return Metric("infergrid_recorded_requests") == 4; }));
+  gw_->Stop();
+  auto reader = workload::MooncakeReader::Open(path);
+  ASSERT_TRUE(reader.ok());
+  double last = -1;
+  int n = 0;
+  while (true) {
+    auto r = (*reader)->Next();
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    if (!r->has_value()) break;
+    EXPECT_GE((*r)->timestamp_ms, last);
+    last = (*r)->timestamp_ms;
+    ++n;
+  }
+  EXPECT_EQ(n, 4);
   std::remove(path.c_str());
 }
 

@@ -751,11 +751,12 @@ TEST(ConfigOperations, UnknownFieldsHavePositions) {
   EXPECT_EQ(SpecError("  ha: {seeds: []}\n"),
             "bad.yaml:4:8: spec.ha.seeds: unknown field 'seeds'; expected one of: listen, peers, "
             "replicaId, resolveInterval");
-  EXPECT_THAT(SpecError("  healthChecks: {}\n"),
-              HasSubstr("bad.yaml:4:3: spec.healthChecks: unknown field 'healthChecks'; expected "
-                        "one of: admin, endpointMetrics, flowControl, ha, health, lifecycle, "
-                        "limits, listen, pools, retries, schedulingProfiles, tenancy, timeouts, "
-                        "upstream, workers"));
+  EXPECT_THAT(
+      SpecError("  healthChecks: {}\n"),
+      HasSubstr("bad.yaml:4:3: spec.healthChecks: unknown field 'healthChecks'; expected "
+                "one of: admin, endpointMetrics, flowControl, ha, health, lifecycle, "
+                "limits, listen, pools, recording, retries, schedulingProfiles, tenancy, timeouts, "
+                "upstream, workers"));
 }
 
 TEST(ConfigOperations, HealthErrors) {

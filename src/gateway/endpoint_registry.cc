@@ -16,10 +16,9 @@ const char* AdminStateName(AdminState s) {
   return "?";
 }
 
-void EndpointState::SetAdmin(AdminState s, SteadyTime now) {
+void EndpointState::SetAdmin(AdminState s) {
   admin_.store(s, std::memory_order_release);
   if (s == AdminState::kActive) CancelRemoval();
-  (void)now;
 }
 
 SteadyTime EndpointState::removal_asked() const {

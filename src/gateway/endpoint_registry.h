@@ -83,7 +83,7 @@ class EndpointState {
   bool reachable() const { return reachable_.load(std::memory_order_relaxed); }
 
   AdminState admin() const { return admin_.load(std::memory_order_acquire); }
-  void SetAdmin(AdminState s, SteadyTime now);
+  void SetAdmin(AdminState s);  // back to active also cancels an asked removal
   // Moves from `from` to `to` only if it is still in `from`.
   bool MoveAdmin(AdminState from, AdminState to) {
     return admin_.compare_exchange_strong(from, to, std::memory_order_acq_rel);

@@ -138,7 +138,6 @@ class Gateway {
   std::function<Result<config::Gateway>()> loader_;
   metrics::Registry registry_;
   GatewayMetrics metrics_;
-  ProxyOptions proxy_options_;
   mutable std::mutex endpoints_mu_;  // guards endpoints_' growth
   std::vector<std::unique_ptr<EndpointState>> endpoints_;
   std::vector<std::unique_ptr<PoolState>> pools_;

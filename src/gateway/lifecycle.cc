@@ -103,13 +103,12 @@ Status Gateway::AddEndpoint(const std::string& pool_name, const config::Endpoint
   PoolState* pool = PoolNamed(pool_name);
   if (pool == nullptr) return Status::Error("no pool named '" + pool_name + "'");
   IG_ASSIGN_OR_RETURN(HostPort target, ParseHttpUrl(e.url));
-  auto now = std::chrono::steady_clock::now();
   auto existing = Find(pool_name, e.url);
   if (!existing.empty()) {
     // Back into rotation: a URL keeps its slot (and its metrics) for the gateway's life.
     EndpointState* ep = existing.front();
     if (ep->admin() != AdminState::kActive) {
-      ep->SetAdmin(AdminState::kActive, now);
+      ep->SetAdmin(AdminState::kActive);
       metrics_.endpoint_changes->With({pool_name, e.url, "added"})->Inc();
       log::Info("endpoint {} back in pool {}", e.url, pool_name);
     }
@@ -144,7 +143,7 @@ Status Gateway::DrainEndpoint(const std::string& pool, const std::string& url) {
   if (eps.empty()) return Status::Error("no endpoint " + url + " in " + Where(pool));
   for (auto* e : eps) {
     if (e->admin() == AdminState::kActive) {
-      e->SetAdmin(AdminState::kDraining, std::chrono::steady_clock::now());
+      e->SetAdmin(AdminState::kDraining);
       metrics_.endpoint_changes->With({e->pool(), url, "drain"})->Inc();
       log::Info("endpoint {} of pool {} draining ({} requests in flight)", url, e->pool(),
                 e->in_flight());
@@ -159,7 +158,7 @@ Status Gateway::UndrainEndpoint(const std::string& pool, const std::string& url)
   if (eps.empty()) return Status::Error("no endpoint " + url + " in " + Where(pool));
   for (auto* e : eps) {
     if (e->admin() != AdminState::kActive) {
-      e->SetAdmin(AdminState::kActive, std::chrono::steady_clock::now());
+      e->SetAdmin(AdminState::kActive);
       metrics_.endpoint_changes->With({e->pool(), url, "undrain"})->Inc();
       log::Info("endpoint {} of pool {} back in rotation", url, e->pool());
     }
@@ -176,7 +175,7 @@ Status Gateway::RemoveEndpoint(const std::string& pool, const std::string& url) 
   for (auto* e : eps) {
     if (e->admin() == AdminState::kRemoved) continue;
     if (e->admin() == AdminState::kActive) {
-      e->SetAdmin(AdminState::kDraining, now);
+      e->SetAdmin(AdminState::kDraining);
       metrics_.endpoint_changes->With({e->pool(), url, "drain"})->Inc();
     }
     e->AskRemoval(now);  // Tick() removes it once drained, or at the deadline

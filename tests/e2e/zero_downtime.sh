@@ -14,6 +14,17 @@
 set -euo pipefail
 BIN=$1
 source "$(dirname "$0")/lib.sh"
+# On any failure, what the gateways and the bench said (the work dir goes with the exit).
+report() {
+  local rc=$?
+  if [[ $rc != 0 ]]; then
+    for f in "$WORK"/gw*.err "$WORK"/bench.err; do
+      [[ -f $f ]] && { echo "--- $(basename "$f") (last lines)"; tail -n 15 "$f"; }
+    done
+  fi
+  cleanup
+}
+trap report EXIT
 
 MODEL=m
 SIM=()
@@ -96,7 +107,12 @@ YAML
   > "$WORK/bench.out" 2> "$WORK/bench.err" &
 BENCH_PID=$!
 PIDS+=($BENCH_PID)
-sleep 4  # load is flowing
+# Load is flowing: requests have been answered through the port.
+answered() {
+  curl -s "http://127.0.0.1:$GW/metrics" > "$WORK/m.txt" || return 1
+  awk '/^infergrid_requests_total\{/ { n += $2 } END { exit !(n >= 10) }' "$WORK/m.txt"
+}
+wait_for 60 answered || { echo "FAIL: no load through the gateways"; exit 1; }
 
 # 1. Every server in turn: drained at the server, restarted, readmitted.
 for i in 0 1 2; do
@@ -126,6 +142,7 @@ replace() {  # replace OLD_PID SURVIVOR_PEER_PORT NAME
   gw_config "$WORK/$name.yaml" "127.0.0.1:$GW" "$survivor"
   start "$name" "$BIN" gateway --config "$WORK/$name.yaml"
   NEW_PEER=$(peer_port "$name")
+  kill -0 "$old" 2>/dev/null || { echo "FAIL: the old replica (pid $old) had already exited"; exit 1; }
   kill -TERM "$old"
   local rc=0
   wait "$old" || rc=$?

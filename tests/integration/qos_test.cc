@@ -457,8 +457,12 @@ TEST_F(QosTest, TheKvCacheSizeIsLearnedFromTheServersMetrics) {
       "  pools:\n  - name: main\n    models: [test-model]\n    endpoints:\n    - " +
       fake_->url() + "\n";
   StartGateway(yaml);
+  // A scrape has landed (the counter of scrapes counts them as they start): its gauges show.
   ASSERT_TRUE(WaitFor([&] {
-    return Metric("infergrid_endpoint_scrapes_total{endpoint=\"" + fake_->url() + "\"}") > 0;
+    return gw_->registry().Render().find(
+               "infergrid_endpoint_num_requests_running{pool=\"main\","
+               "endpoint=\"" +
+               fake_->url() + "\"}") != std::string::npos;
   }));
   ExpectKvBound(this, fake_.get(), port_, [this](const std::string& m) { return Metric(m); });
 }

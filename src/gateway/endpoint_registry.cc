@@ -36,27 +36,26 @@ void EndpointState::CancelRemoval() {
   removal_asked_ = SteadyTime{};
 }
 
-EndpointState::HealthChange EndpointState::RecordRequest(bool ok, double now_s,
-                                                         const HealthPolicy& p) {
+template <typename Judge>
+EndpointState::HealthChange EndpointState::UpdateHealth(Judge judge) {
   std::lock_guard lock(mu_);
-  auto c = health_.OnRequest(ok, now_s, p);
+  HealthChange c = judge(health_);
   health_ok_.store(health_.available(), std::memory_order_relaxed);
   return c;
+}
+
+EndpointState::HealthChange EndpointState::RecordRequest(bool ok, double now_s,
+                                                         const HealthPolicy& p) {
+  return UpdateHealth([&](EndpointHealth& h) { return h.OnRequest(ok, now_s, p); });
 }
 
 EndpointState::HealthChange EndpointState::RecordProbe(bool ok, double now_s,
                                                        const HealthPolicy& p) {
-  std::lock_guard lock(mu_);
-  auto c = health_.OnProbe(ok, now_s, p);
-  health_ok_.store(health_.available(), std::memory_order_relaxed);
-  return c;
+  return UpdateHealth([&](EndpointHealth& h) { return h.OnProbe(ok, now_s, p); });
 }
 
 EndpointState::HealthChange EndpointState::TickHealth(double now_s, const HealthPolicy& p) {
-  std::lock_guard lock(mu_);
-  auto c = health_.Tick(now_s, p);
-  health_ok_.store(health_.available(), std::memory_order_relaxed);
-  return c;
+  return UpdateHealth([&](EndpointHealth& h) { return h.Tick(now_s, p); });
 }
 
 uint64_t EndpointState::ejections() const {

@@ -138,6 +138,9 @@ class EndpointState {
   std::atomic<bool> reachable_{true};
   std::atomic<AdminState> admin_{AdminState::kActive};
   std::atomic<bool> health_ok_{true};
+  // Runs `judge` on the health state under mu_ and publishes whether requests may go there.
+  template <typename Judge>
+  HealthChange UpdateHealth(Judge judge);
   SteadyTime removal_asked_{};  // under mu_
   EndpointHealth health_;       // under mu_
   mutable std::mutex live_mu_;
